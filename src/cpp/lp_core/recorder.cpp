@@ -1,0 +1,146 @@
+// lp_core/recorder.cpp: thread registration, tree growth, out-of-order exits and snapshots.
+#include "lp_core/recorder.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "lp_core/names.h"
+
+namespace lp {
+
+namespace {
+std::atomic<uint64_t> g_next_generation{1};
+
+uint64_t current_os_tid() { return uint64_t(syscall(SYS_gettid)); }
+}  // namespace
+
+thread_local Recorder::TlsCache Recorder::tls_cache;
+
+ThreadState::ThreadState(uint64_t os_tid, std::string thread_name, bool measure_cpu)
+    : os_tid_(os_tid), thread_name_(std::move(thread_name)), measure_cpu_(measure_cpu) {
+  nodes_.emplace_back(kRootNameId, kRootNode);
+}
+
+uint32_t ThreadState::add_child(uint32_t parent, uint32_t name_id) {
+  std::lock_guard<std::mutex> lock(struct_mu_);
+  if (nodes_.size() >= kMaxNodes) {
+    // The tree is full: every new path lands on one "(folded)" node under the root, and
+    // anything entered beneath it stays there.
+    bump(folded_entries, uint64_t(1));
+    if (folded_node_ == 0) {
+      folded_node_ = uint32_t(nodes_.size());
+      nodes_.emplace_back(NameTable::instance().intern("(folded)"), kRootNode);
+      nodes_[kRootNode].children.push_back(folded_node_);
+    }
+    return folded_node_;
+  }
+  uint32_t index = uint32_t(nodes_.size());
+  nodes_.emplace_back(name_id, parent);
+  nodes_[parent].children.push_back(index);
+  nodes_[parent].last_child = index;
+  return index;
+}
+
+Counter& ThreadState::add_counter(uint32_t node, uint32_t name_id) {
+  std::lock_guard<std::mutex> lock(struct_mu_);
+  uint32_t index = uint32_t(counters_.size());
+  counters_.emplace_back(name_id);
+  nodes_[node].counters.push_back(index);
+  return counters_.back();
+}
+
+void ThreadState::exit_out_of_order(const void* token) {
+  uint32_t d = depth_.load(std::memory_order_relaxed);
+  uint32_t match = d;
+  for (uint32_t i = d; i-- > 0;) {
+    if (frames_[i].token == token) {
+      match = i;
+      break;
+    }
+  }
+  if (match == d) return;  // never entered (or entered past kMaxDepth): nothing to close
+  for (uint32_t top = d; top > match; --top) close_top(top);
+}
+
+uint32_t ThreadState::current_name() const {
+  uint32_t d = depth_.load(std::memory_order_relaxed);
+  if (d == 0) return kRootNameId;
+  return nodes_[frames_[d - 1].node.load(std::memory_order_relaxed)].name_id;
+}
+
+Recorder::Recorder(RecorderOptions options)
+    : options_(options),
+      generation_(g_next_generation.fetch_add(1)),
+      threads_(new std::vector<std::unique_ptr<ThreadState>>()) {}
+
+ThreadState* Recorder::register_thread(const std::string& thread_name) {
+  uint64_t tid = current_os_tid();
+  std::lock_guard<std::mutex> lock(threads_mu_);
+  ThreadState* found = nullptr;
+  for (auto& t : *threads_) {
+    if (t->os_tid() == tid) found = t.get();
+  }
+  if (!found) {
+    threads_->push_back(std::make_unique<ThreadState>(tid, thread_name, options_.measure_cpu));
+    found = threads_->back().get();
+  }
+  tls_cache.gen = generation_;
+  tls_cache.state = found;
+  return found;
+}
+
+std::vector<ThreadSnapshot> Recorder::snapshot() const {
+  std::vector<ThreadState*> states;
+  {
+    std::lock_guard<std::mutex> lock(threads_mu_);
+    for (auto& t : *threads_) states.push_back(t.get());
+  }
+  uint64_t now = wall_ticks();
+  std::vector<ThreadSnapshot> out;
+  out.reserve(states.size());
+  for (ThreadState* ts : states) {
+    ThreadSnapshot snap;
+    snap.os_tid = ts->os_tid_;
+    snap.thread_name = ts->thread_name_;
+    snap.depth_overflow = ts->depth_overflow.load(std::memory_order_relaxed);
+    snap.folded_entries = ts->folded_entries.load(std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(ts->struct_mu_);
+    snap.nodes.resize(ts->nodes_.size());
+    for (uint32_t i = 0; i < ts->nodes_.size(); ++i) {
+      const Node& n = ts->nodes_[i];
+      NodeSnapshot& s = snap.nodes[i];
+      s.index = i;
+      s.parent = n.parent;
+      s.name_id = n.name_id;
+      s.calls = n.calls.load(std::memory_order_relaxed);
+      s.wall_ns = n.wall_ns.load(std::memory_order_relaxed);
+      s.cpu_ns = n.cpu_ns.load(std::memory_order_relaxed);
+      for (int b = 0; b < kHistBuckets; ++b) {
+        uint64_t c = n.hist[b].load(std::memory_order_relaxed);
+        if (c) s.hist.emplace_back(uint16_t(b), c);
+      }
+      for (uint32_t c : n.counters) {
+        const Counter& counter = ts->counters_[c];
+        s.counters.emplace_back(counter.name_id, counter.value.load(std::memory_order_relaxed));
+      }
+    }
+    uint32_t depth = ts->depth_.load(std::memory_order_acquire);
+    for (uint32_t i = 0; i < depth && i < kMaxDepth; ++i) {
+      uint32_t node = ts->frames_[i].node.load(std::memory_order_relaxed);
+      uint64_t t0 = ts->frames_[i].t0_ticks.load(std::memory_order_relaxed);
+      if (node >= snap.nodes.size() || now < t0) continue;
+      snap.nodes[node].open_ns += ticks_to_ns(now - t0);
+      snap.nodes[node].open_count += 1;
+    }
+    out.push_back(std::move(snap));
+  }
+  return out;
+}
+
+void Recorder::reset_after_fork() {
+  threads_ = new std::vector<std::unique_ptr<ThreadState>>();  // the old set is leaked on purpose
+  new (&threads_mu_) std::mutex();
+  generation_ = g_next_generation.fetch_add(1);
+}
+
+}  // namespace lp

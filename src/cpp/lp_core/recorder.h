@@ -1,0 +1,232 @@
+// lp_core/recorder.h: per-thread phase trees and the allocation-free enter/exit/count hot path.
+//
+// Each OS thread that records gets its own ThreadState: a tree of Nodes keyed by the path of
+// phase names and a fixed stack of open frames. Only the owning thread writes its tree; values
+// are relaxed atomics written with plain load+store (no lock prefix), so the snapshot thread
+// reads them race-free without stopping the owner. Structural changes (a new node, a new
+// counter) take the thread's own mutex, which only the snapshot reader ever contends.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lp_core/clock.h"
+#include "lp_core/cpu_clock.h"
+#include "lp_core/histogram.h"
+
+namespace lp {
+
+constexpr uint32_t kRootNode = 0;
+constexpr uint32_t kMaxDepth = 128;     // deeper phases are counted in depth_overflow, not recorded
+constexpr uint32_t kMaxNodes = 4096;    // paths per thread before new ones fold into "(folded)"
+
+/// Single-writer add: a relaxed load and store, no read-modify-write instruction.
+template <typename T>
+inline void bump(std::atomic<T>& a, T v) {
+  a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+}
+
+struct Counter {
+  explicit Counter(uint32_t name) : name_id(name) {}
+  const uint32_t name_id;
+  std::atomic<int64_t> value{0};
+};
+
+struct Node {
+  Node(uint32_t name, uint32_t parent_node) : name_id(name), parent(parent_node) {}
+  const uint32_t name_id;
+  const uint32_t parent;  // kRootNode's parent is itself
+  std::vector<uint32_t> children;  // node indices; appended under ThreadState::struct_mu
+  std::vector<uint32_t> counters;  // indices into ThreadState::counters; same rule
+  uint32_t last_child = 0;         // owner-only lookup hint
+  std::atomic<uint64_t> calls{0};
+  std::atomic<uint64_t> wall_ns{0};
+  std::atomic<uint64_t> cpu_ns{0};
+  std::atomic<uint64_t> hist[kHistBuckets]{};
+};
+
+struct Frame {
+  std::atomic<uint32_t> node{0};
+  std::atomic<uint64_t> t0_ticks{0};
+  uint64_t c0_ns = 0;
+  const void* token = nullptr;
+};
+
+class Recorder;
+
+/// One thread's tree and open-frame stack. Created on the thread's first record; never freed
+/// while its recorder lives (its data is reported even after the thread exits).
+class ThreadState {
+ public:
+  ThreadState(uint64_t os_tid, std::string thread_name, bool measure_cpu);
+
+  /// Opens a phase named name_id under the innermost open one. token identifies the entry at exit.
+  inline void enter(uint32_t name_id, const void* token) {
+    uint32_t d = depth_.load(std::memory_order_relaxed);
+    if (d >= kMaxDepth) {
+      bump(depth_overflow, uint64_t(1));
+      return;
+    }
+    uint32_t parent = d ? frames_[d - 1].node.load(std::memory_order_relaxed) : kRootNode;
+    Frame& f = frames_[d];
+    f.node.store(child(parent, name_id), std::memory_order_relaxed);
+    f.token = token;
+    f.t0_ticks.store(wall_ticks(), std::memory_order_relaxed);
+    if (measure_cpu_) f.c0_ns = cpu_.now_ns();
+    depth_.store(d + 1, std::memory_order_release);
+  }
+
+  /// Closes the entry opened with token. Out-of-order exits close the frames above it too;
+  /// an exit with no matching entry (depth overflow, or never entered) records nothing.
+  inline void exit(const void* token) {
+    uint32_t d = depth_.load(std::memory_order_relaxed);
+    if (d == 0) return;
+    if (frames_[d - 1].token != token) {
+      exit_out_of_order(token);
+      return;
+    }
+    close_top(d);
+  }
+
+  /// Adds n to counter name_id on the innermost open phase (the root when none is open).
+  inline void count(uint32_t name_id, int64_t n) {
+    uint32_t d = depth_.load(std::memory_order_relaxed);
+    uint32_t node = d ? frames_[d - 1].node.load(std::memory_order_relaxed) : kRootNode;
+    Node& nd = nodes_[node];
+    for (uint32_t c : nd.counters) {
+      if (counters_[c].name_id == name_id) {
+        bump(counters_[c].value, n);
+        return;
+      }
+    }
+    bump(add_counter(node, name_id).value, n);
+  }
+
+  /// Name id of the innermost open phase, or kRootNameId (0) when none is open. Owner only.
+  uint32_t current_name() const;
+
+  /// Number of open phases. Owner only (others may read a stale value).
+  uint32_t depth() const { return depth_.load(std::memory_order_relaxed); }
+
+  uint64_t os_tid() const { return os_tid_; }
+  const std::string& thread_name() const { return thread_name_; }
+  CpuClockTier cpu_tier() const { return cpu_.tier(); }
+
+  std::atomic<uint64_t> depth_overflow{0};
+  std::atomic<uint64_t> folded_entries{0};
+
+ private:
+  friend class Recorder;
+  uint32_t child(uint32_t parent, uint32_t name_id) {
+    Node& p = nodes_[parent];
+    if (p.last_child && nodes_[p.last_child].name_id == name_id) return p.last_child;
+    for (uint32_t c : p.children) {
+      if (nodes_[c].name_id == name_id) {
+        p.last_child = c;
+        return c;
+      }
+    }
+    return add_child(parent, name_id);
+  }
+  uint32_t add_child(uint32_t parent, uint32_t name_id);
+  Counter& add_counter(uint32_t node, uint32_t name_id);
+  void exit_out_of_order(const void* token);
+
+  inline void close_top(uint32_t d) {
+    Frame& f = frames_[d - 1];
+    uint64_t c1 = measure_cpu_ ? cpu_.now_ns() : 0;
+    uint64_t wall = ticks_to_ns(wall_ticks() - f.t0_ticks.load(std::memory_order_relaxed));
+    Node& n = nodes_[f.node.load(std::memory_order_relaxed)];
+    bump(n.calls, uint64_t(1));
+    bump(n.wall_ns, wall);
+    if (measure_cpu_) bump(n.cpu_ns, c1 > f.c0_ns ? c1 - f.c0_ns : uint64_t(0));
+    bump(n.hist[hist_bucket(wall)], uint64_t(1));
+    depth_.store(d - 1, std::memory_order_release);
+  }
+
+  const uint64_t os_tid_;
+  const std::string thread_name_;
+  const bool measure_cpu_;
+  ThreadCpuClock cpu_;
+  mutable std::mutex struct_mu_;
+  std::deque<Node> nodes_;
+  std::deque<Counter> counters_;
+  uint32_t folded_node_ = 0;  // created on first fold
+  std::atomic<uint32_t> depth_{0};
+  Frame frames_[kMaxDepth];
+};
+
+/// A consistent-enough copy of one node: each value is read atomically; values of one node may
+/// differ by the one entry in flight at the moment of the copy.
+struct NodeSnapshot {
+  uint32_t index = 0;
+  uint32_t parent = 0;
+  uint32_t name_id = 0;
+  uint64_t calls = 0;
+  uint64_t wall_ns = 0;
+  uint64_t cpu_ns = 0;
+  uint64_t open_ns = 0;     // time so far of entries still open at the snapshot
+  uint32_t open_count = 0;  // how many entries of this node are open
+  std::vector<std::pair<uint16_t, uint64_t>> hist;  // sparse (bucket, count)
+  std::vector<std::pair<uint32_t, int64_t>> counters;  // (name id, value)
+};
+
+struct ThreadSnapshot {
+  uint64_t os_tid = 0;
+  std::string thread_name;
+  uint64_t depth_overflow = 0;
+  uint64_t folded_entries = 0;
+  std::vector<NodeSnapshot> nodes;  // index 0 is the root; parents precede children
+};
+
+struct RecorderOptions {
+  bool measure_cpu = true;
+};
+
+/// The set of thread trees of one profiler in one process.
+class Recorder {
+ public:
+  explicit Recorder(RecorderOptions options);
+  ~Recorder() { delete threads_; }
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  /// The calling thread's state, or nullptr when it has not registered with this recorder
+  /// (one thread-local compare on the hot path).
+  ThreadState* thread_state() const {
+    return tls_cache.gen == generation_ ? tls_cache.state : nullptr;
+  }
+
+  /// Finds or creates the calling thread's state; caches it for thread_state(). thread_name is
+  /// used only on creation.
+  ThreadState* register_thread(const std::string& thread_name);
+
+  /// Copies every thread's tree. Safe to call from any thread while others record.
+  std::vector<ThreadSnapshot> snapshot() const;
+
+  /// In a forked child: forgets every thread state (leaked, not destroyed: a parent thread may
+  /// have held one of their locks at the fork) and starts empty under a new generation.
+  void reset_after_fork();
+
+  bool measure_cpu() const { return options_.measure_cpu; }
+  CpuClockTier cpu_tier() const { return ThreadCpuClock().tier(); }
+
+ private:
+  struct TlsCache {
+    uint64_t gen = 0;
+    ThreadState* state = nullptr;
+  };
+  static thread_local TlsCache tls_cache;
+
+  RecorderOptions options_;
+  uint64_t generation_;
+  mutable std::mutex threads_mu_;
+  std::vector<std::unique_ptr<ThreadState>>* threads_;  // leaked on fork, deleted otherwise
+};
+
+}  // namespace lp

@@ -1,0 +1,80 @@
+// lp_core/worker.h: one process's profiler: its recorder, its worker file and the snapshot thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "lp_core/recorder.h"
+#include "lp_core/worker_file.h"
+
+namespace lp {
+
+struct WorkerConfig {
+  std::string path;                  // the worker file to (re)write
+  std::string meta_json = "{}";      // a JSON object copied into the file's "meta"
+  bool measure_cpu = true;
+  uint64_t snapshot_interval_ns = 0; // 0: no snapshot thread
+};
+
+/// Flush statistics, for the host to report.
+struct FlushStats {
+  uint64_t writes = 0;        // successful writes
+  uint64_t errors = 0;        // failed writes
+  std::string last_error;     // strerror of the latest failure, "" if none
+  uint64_t own_write_bytes = 0;
+};
+
+class Worker {
+ public:
+  explicit Worker(WorkerConfig config);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  Recorder& recorder() { return recorder_; }
+
+  /// Writes the worker file now (thread-safe, never throws). Returns 0 or the errno of the failure,
+  /// which is also counted in stats().
+  int flush(bool final);
+
+  /// Starts the snapshot thread if an interval is configured and it is not running.
+  void start_thread();
+  /// Stops and joins the snapshot thread (a write in progress completes first).
+  void stop_thread();
+  bool thread_running() const { return thread_.joinable(); }
+
+  /// In a forked child (threads already stopped): empty trees, a new file path and meta.
+  void reset_after_fork(std::string path, std::string meta_json);
+
+  /// Replaces the meta object written into the file.
+  void set_meta(std::string meta_json);
+
+  /// Called on the snapshot thread after each periodic write (never from flush() callers).
+  void set_periodic_hook(std::function<void()> hook);
+
+  FlushStats stats() const;
+  std::string path() const;
+  std::string snapshot_json() const;  // the file text a flush would write now, without writing
+
+ private:
+  void run_thread();
+  std::string render(bool final) const;
+
+  WorkerConfig config_;
+  Recorder recorder_;
+  mutable std::mutex mu_;  // guards config_ strings, stats_, seq_, hook_, and serialises writes
+  FlushStats stats_;
+  uint64_t seq_ = 0;
+  std::function<void()> hook_;
+  std::thread thread_;
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;
+};
+
+}  // namespace lp

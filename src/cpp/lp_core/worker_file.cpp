@@ -1,0 +1,180 @@
+// lp_core/worker_file.cpp: worker-file JSON and the temporary-file-then-rename write.
+#include "lp_core/worker_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "lp_core/clock.h"
+#include "lp_core/json_text.h"
+#include "lp_core/names.h"
+
+namespace lp {
+
+namespace {
+
+void append_path(std::string& out, const ThreadSnapshot& t, uint32_t index,
+                 const std::vector<std::string>& names) {
+  std::vector<uint32_t> chain;
+  for (uint32_t i = index; i != kRootNode; i = t.nodes[i].parent) chain.push_back(i);
+  out.push_back('[');
+  for (size_t k = chain.size(); k-- > 0;) {
+    uint32_t name_id = t.nodes[chain[k]].name_id;
+    append_json_string(out, name_id < names.size() ? names[name_id] : std::string("?"));
+    if (k) out.push_back(',');
+  }
+  out.push_back(']');
+}
+
+void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<std::string>& names,
+                   bool measure_cpu) {
+  // self = (wall + open) minus the children's (wall + open): open time of a parent already
+  // contains whatever its children completed inside the still-open entry.
+  std::vector<uint64_t> child_total(t.nodes.size(), 0);
+  for (size_t i = 1; i < t.nodes.size(); ++i) {
+    child_total[t.nodes[i].parent] += t.nodes[i].wall_ns + t.nodes[i].open_ns;
+  }
+  out.append("{\"tid\":");
+  append_json_uint(out, t.os_tid);
+  out.append(",\"name\":");
+  append_json_string(out, t.thread_name);
+  out.append(",\"depth_overflow\":");
+  append_json_uint(out, t.depth_overflow);
+  out.append(",\"folded_entries\":");
+  append_json_uint(out, t.folded_entries);
+  out.append(",\"phases\":[");
+  bool first = true;
+  for (size_t i = 0; i < t.nodes.size(); ++i) {
+    const NodeSnapshot& n = t.nodes[i];
+    if (n.calls == 0 && n.open_count == 0 && n.counters.empty()) continue;
+    if (!first) out.push_back(',');
+    first = false;
+    uint64_t total = n.wall_ns + n.open_ns;
+    out.append("\n{\"path\":");
+    append_path(out, t, uint32_t(i), names);
+    out.append(",\"calls\":");
+    append_json_uint(out, n.calls);
+    out.append(",\"wall_ns\":");
+    append_json_uint(out, n.wall_ns);
+    out.append(",\"self_ns\":");
+    append_json_uint(out, total > child_total[i] ? total - child_total[i] : 0);
+    out.append(",\"cpu_ns\":");
+    if (measure_cpu) {
+      append_json_uint(out, n.cpu_ns);
+    } else {
+      out.append("null");
+    }
+    out.append(",\"open\":");
+    append_json_uint(out, n.open_count);
+    out.append(",\"open_ns\":");
+    append_json_uint(out, n.open_ns);
+    out.append(",\"hist\":[");
+    for (size_t k = 0; k < n.hist.size(); ++k) {
+      if (k) out.push_back(',');
+      out.push_back('[');
+      append_json_uint(out, n.hist[k].first);
+      out.push_back(',');
+      append_json_uint(out, n.hist[k].second);
+      out.push_back(']');
+    }
+    out.append("],\"counters\":{");
+    for (size_t k = 0; k < n.counters.size(); ++k) {
+      if (k) out.push_back(',');
+      uint32_t name_id = n.counters[k].first;
+      append_json_string(out, name_id < names.size() ? names[name_id] : std::string("?"));
+      out.push_back(':');
+      append_json_int(out, n.counters[k].second);
+    }
+    out.append("}}");
+  }
+  out.append("]}");
+}
+
+int make_parent_dirs(const std::string& path) {
+  for (size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
+    std::string dir = path.substr(0, pos);
+    if (mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) return errno;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string worker_file_json(const std::vector<ThreadSnapshot>& threads,
+                             const WorkerFileHeader& header) {
+  std::vector<std::string> names = NameTable::instance().all();
+  uint64_t now_ns = unix_ns();
+  std::string out;
+  out.reserve(4096);
+  out.append("{\"format\":\"lineprofiler-worker\",\"schema_version\":");
+  append_json_int(out, kWorkerSchemaVersion);
+  out.append(",\n\"meta\":");
+  out.append(header.meta_json.empty() ? std::string("{}") : header.meta_json);
+  out.append(",\n\"written_at\":");
+  append_json_double(out, double(now_ns) / 1e9);
+  out.append(",\"written_at_ns\":");
+  append_json_uint(out, now_ns);
+  out.append(",\"snapshot_seq\":");
+  append_json_uint(out, header.snapshot_seq);
+  out.append(",\"final\":");
+  out.append(header.final ? "true" : "false");
+  out.append(",\"clock\":{\"wall\":");
+  append_json_string(out, header.wall_clock);
+  out.append(",\"cpu\":");
+  if (header.measure_cpu) {
+    append_json_string(out, header.cpu_clock);
+  } else {
+    out.append("null");
+  }
+  out.append("},\"flush_errors\":");
+  append_json_uint(out, header.flush_errors);
+  out.append(",\"last_flush_error\":");
+  append_json_string(out, header.last_flush_error);
+  out.append(",\"own_write_bytes\":");
+  append_json_uint(out, header.own_write_bytes);
+  out.append(",\n\"threads\":[");
+  for (size_t i = 0; i < threads.size(); ++i) {
+    if (i) out.append(",\n");
+    append_thread(out, threads[i], names, header.measure_cpu);
+  }
+  out.append("]}\n");
+  return out;
+}
+
+int write_file_atomically(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == ENOENT) {
+    int err = make_parent_dirs(path);
+    if (err) return err;
+    fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  }
+  if (fd < 0) return errno;
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      close(fd);
+      unlink(tmp.c_str());
+      return err;
+    }
+    done += size_t(n);
+  }
+  if (close(fd) != 0) {
+    int err = errno;
+    unlink(tmp.c_str());
+    return err;
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    unlink(tmp.c_str());
+    return err;
+  }
+  return 0;
+}
+
+}  // namespace lp

@@ -1,0 +1,35 @@
+// lp_core/worker_file.h: serialising a recorder snapshot into the worker-file JSON, written atomically.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lp_core/recorder.h"
+
+namespace lp {
+
+constexpr int kWorkerSchemaVersion = 1;
+
+/// What a worker file says besides the trees.
+struct WorkerFileHeader {
+  std::string meta_json = "{}";  // a JSON object from the host (role, pid, host, run id, ...)
+  uint64_t snapshot_seq = 0;     // 1 for the first write, +1 per write
+  bool final = false;            // written by close()
+  bool measure_cpu = true;
+  const char* wall_clock = "monotonic";
+  const char* cpu_clock = "syscall";
+  uint64_t flush_errors = 0;     // failed writes before this one
+  std::string last_flush_error;  // strerror of the latest failure
+  uint64_t own_write_bytes = 0;  // bytes this worker's own flushes handed to write() so far
+};
+
+/// The worker file text for a snapshot (see docs/worker-file.md for the schema).
+std::string worker_file_json(const std::vector<ThreadSnapshot>& threads,
+                             const WorkerFileHeader& header);
+
+/// Writes text to path atomically: a temporary file beside it, then rename(2). Creates missing
+/// parent directories. Returns 0 on success, else an errno value (nothing partial is left).
+int write_file_atomically(const std::string& path, const std::string& text);
+
+}  // namespace lp

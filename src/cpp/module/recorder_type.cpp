@@ -1,0 +1,594 @@
+// module/recorder_type.cpp: Recorder, PhaseScope and NullScope as METH_FASTCALL CPython types.
+//
+// These are the hot path (`with profiler.phase("x"):` and `profiler.count("n", k)`), so they are
+// written against the C API rather than bound through nanobind's generic dispatch: one call into
+// phase() (a scope taken from a free list), then __enter__/__exit__, each a few loads and stores
+// into lp_core's per-thread tree. Names are mapped to lp_core ids through a direct-mapped cache
+// keyed by the str object's identity (the cache holds a reference, so an address is never reused
+// while cached).
+#include "module/recorder_type.h"
+
+#include <cstdint>
+#include <string>
+
+#include "lp_core/names.h"
+#include "lp_core/worker.h"
+
+namespace lp_module {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Names
+
+struct NameCacheEntry {
+  PyObject* obj = nullptr;
+  uint32_t id = 0;
+};
+constexpr size_t kNameCacheSize = 1024;
+NameCacheEntry g_name_cache[kNameCacheSize];
+
+bool name_id_slow(PyObject* name, NameCacheEntry& entry, uint32_t* id) {
+  PyObject* text = PyUnicode_Check(name) ? (Py_INCREF(name), name) : PyObject_Str(name);
+  if (!text) return false;
+  Py_ssize_t len = 0;
+  const char* utf8 = PyUnicode_AsUTF8AndSize(text, &len);
+  if (utf8) {
+    *id = lp::NameTable::instance().intern(std::string_view(utf8, size_t(len)));
+  } else {  // lone surrogates: keep the name, escaped, rather than fail the phase
+    PyErr_Clear();
+    PyObject* bytes = PyUnicode_AsEncodedString(text, "utf-8", "backslashreplace");
+    if (!bytes) {
+      Py_DECREF(text);
+      return false;
+    }
+    *id = lp::NameTable::instance().intern(
+        std::string_view(PyBytes_AS_STRING(bytes), size_t(PyBytes_GET_SIZE(bytes))));
+    Py_DECREF(bytes);
+  }
+  Py_DECREF(text);
+  if (PyUnicode_CheckExact(name)) {
+    Py_INCREF(name);
+    Py_XSETREF(entry.obj, name);
+    entry.id = *id;
+  }
+  return true;
+}
+
+inline bool name_id_of(PyObject* name, uint32_t* id) {
+  NameCacheEntry& entry = g_name_cache[(reinterpret_cast<uintptr_t>(name) >> 4) & (kNameCacheSize - 1)];
+  if (entry.obj == name) {
+    *id = entry.id;
+    return true;
+  }
+  return name_id_slow(name, entry, id);
+}
+
+PyObject* name_str(uint32_t id) {
+  std::string s = lp::NameTable::instance().name(id);
+  return PyUnicode_DecodeUTF8(s.data(), Py_ssize_t(s.size()), "replace");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Types
+
+struct RecorderObject {
+  PyObject_HEAD
+  lp::Worker* worker;
+  bool closed;
+  PyObject* weakreflist;
+};
+
+struct ScopeObject {
+  PyObject_HEAD
+  RecorderObject* rec;  // strong reference
+  uint32_t name_id;
+  uint32_t flags;
+};
+
+constexpr uint32_t kScopeIo = 1u << 0;
+constexpr uint32_t kScopeSync = 1u << 1;
+
+extern PyTypeObject RecorderType;
+extern PyTypeObject ScopeType;
+extern PyTypeObject NullScopeType;
+
+PyObject g_null_scope_storage;  // the one NullScope instance (a bare PyObject)
+PyObject* g_null_scope = nullptr;
+
+RecorderObject* g_installed = nullptr;  // strong reference, or nullptr
+
+// A small free list: a scope lives from phase() to the end of its with block, so a handful
+// recycled objects cover every nesting depth a program reaches.
+constexpr int kScopeFreeMax = 64;
+ScopeObject* g_scope_free[kScopeFreeMax];
+int g_scope_free_count = 0;
+
+inline ScopeObject* scope_new() {
+  if (g_scope_free_count) {
+    ScopeObject* s = g_scope_free[--g_scope_free_count];
+    PyObject_Init(reinterpret_cast<PyObject*>(s), &ScopeType);
+    return s;
+  }
+  return PyObject_New(ScopeObject, &ScopeType);
+}
+
+void scope_dealloc(PyObject* self) {
+  ScopeObject* s = reinterpret_cast<ScopeObject*>(self);
+  Py_CLEAR(s->rec);
+  if (g_scope_free_count < kScopeFreeMax) {
+    g_scope_free[g_scope_free_count++] = s;
+    return;
+  }
+  PyObject_Free(self);
+}
+
+PyObject* thread_name_now() {
+  PyObject* threading = PyImport_ImportModule("threading");
+  if (!threading) return nullptr;
+  PyObject* current = PyObject_CallMethod(threading, "current_thread", nullptr);
+  Py_DECREF(threading);
+  if (!current) return nullptr;
+  PyObject* name = PyObject_GetAttrString(current, "name");
+  Py_DECREF(current);
+  return name;
+}
+
+lp::ThreadState* register_thread(RecorderObject* r) {
+  std::string name;
+  PyObject* py_name = thread_name_now();
+  if (py_name && PyUnicode_Check(py_name)) {
+    const char* s = PyUnicode_AsUTF8(py_name);
+    if (s) name = s;
+  }
+  Py_XDECREF(py_name);
+  PyErr_Clear();
+  return r->worker->recorder().register_thread(name);
+}
+
+inline lp::ThreadState* thread_state(RecorderObject* r) {
+  lp::ThreadState* ts = r->worker->recorder().thread_state();
+  return ts ? ts : register_thread(r);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scopes
+
+PyObject* scope_enter(PyObject* self, PyObject*) {
+  ScopeObject* s = reinterpret_cast<ScopeObject*>(self);
+  if (!s->rec->closed) thread_state(s->rec)->enter(s->name_id, self);
+  Py_INCREF(self);
+  return self;
+}
+
+PyObject* scope_exit(PyObject* self, PyObject* const*, Py_ssize_t) {
+  ScopeObject* s = reinterpret_cast<ScopeObject*>(self);
+  lp::ThreadState* ts = s->rec->worker->recorder().thread_state();
+  if (ts) ts->exit(self);
+  Py_RETURN_NONE;
+}
+
+PyMethodDef scope_methods[] = {
+    {"__enter__", scope_enter, METH_NOARGS, "Open the phase."},
+    {"__exit__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(scope_exit)),
+     METH_FASTCALL, "Close the phase; exceptions propagate."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyObject* null_enter(PyObject* self, PyObject*) {
+  Py_INCREF(self);
+  return self;
+}
+
+PyObject* null_exit(PyObject*, PyObject* const*, Py_ssize_t) { Py_RETURN_NONE; }
+
+PyMethodDef null_scope_methods[] = {
+    {"__enter__", null_enter, METH_NOARGS, "Do nothing."},
+    {"__exit__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(null_exit)),
+     METH_FASTCALL, "Do nothing; exceptions propagate."},
+    {nullptr, nullptr, 0, nullptr}};
+
+// ---------------------------------------------------------------------------------------------
+// phase() and count()
+
+// Parses phase(name, io=False, sync=False, sample=None) into flags. Returns false with an
+// exception set on a bad call.
+bool parse_phase_options(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+                         uint32_t* flags) {
+  static const char* const kNames[] = {"name", "io", "sync", "sample"};
+  PyObject* values[4] = {nullptr, nullptr, nullptr, nullptr};
+  if (nargs > 4) {
+    PyErr_SetString(PyExc_TypeError, "phase() takes at most 4 arguments");
+    return false;
+  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) values[i] = args[i];
+  if (kwnames) {
+    Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0; k < nkw; ++k) {
+      PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+      int slot = -1;
+      for (int j = 0; j < 4; ++j) {
+        if (PyUnicode_CompareWithASCIIString(key, kNames[j]) == 0) slot = j;
+      }
+      if (slot < 0 || values[slot]) {
+        PyErr_Format(PyExc_TypeError, "phase() got an unexpected or repeated keyword argument %R",
+                     key);
+        return false;
+      }
+      values[slot] = args[nargs + k];
+    }
+  }
+  if (!values[0]) {
+    PyErr_SetString(PyExc_TypeError, "phase() missing required argument 'name'");
+    return false;
+  }
+  *flags = 0;
+  if (values[1] && PyObject_IsTrue(values[1]) == 1) *flags |= kScopeIo;
+  if (values[2] && PyObject_IsTrue(values[2]) == 1) *flags |= kScopeSync;
+  return true;
+}
+
+PyObject* make_scope(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
+                     PyObject* kwnames) {
+  uint32_t flags = 0;
+  if ((nargs != 1 || kwnames) && !parse_phase_options(args, nargs, kwnames, &flags)) {
+    return nullptr;
+  }
+  if (r->closed) {
+    Py_INCREF(g_null_scope);
+    return g_null_scope;
+  }
+  uint32_t id;
+  if (!name_id_of(args[0], &id)) return nullptr;
+  ScopeObject* s = scope_new();
+  if (!s) return nullptr;
+  Py_INCREF(r);
+  s->rec = r;
+  s->name_id = id;
+  s->flags = flags;
+  return reinterpret_cast<PyObject*>(s);
+}
+
+// Converts count()'s n; floats are refused (the spec's one deliberate raise).
+bool parse_count_n(PyObject* n_obj, int64_t* n) {
+  if (PyLong_CheckExact(n_obj)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(n_obj, &overflow);
+    *n = overflow > 0 ? INT64_MAX : overflow < 0 ? INT64_MIN : int64_t(v);
+    return true;
+  }
+  if (PyFloat_Check(n_obj)) {
+    PyErr_Format(PyExc_TypeError,
+                 "count() takes an integer n, got float %R: a counter counts events, so pass an "
+                 "int (round it yourself if that is what you mean)",
+                 n_obj);
+    return false;
+  }
+  PyObject* index = PyNumber_Index(n_obj);
+  if (!index) return false;
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(index, &overflow);
+  Py_DECREF(index);
+  *n = overflow > 0 ? INT64_MAX : overflow < 0 ? INT64_MIN : int64_t(v);
+  return true;
+}
+
+bool parse_count_args(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObject** name,
+                      int64_t* n) {
+  PyObject* values[2] = {nullptr, nullptr};
+  if (nargs > 2) {
+    PyErr_SetString(PyExc_TypeError, "count() takes at most 2 arguments (name, n=1)");
+    return false;
+  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) values[i] = args[i];
+  if (kwnames) {
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); ++k) {
+      PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+      int slot = PyUnicode_CompareWithASCIIString(key, "name") == 0 ? 0
+                 : PyUnicode_CompareWithASCIIString(key, "n") == 0  ? 1
+                                                                    : -1;
+      if (slot < 0 || values[slot]) {
+        PyErr_Format(PyExc_TypeError, "count() got an unexpected or repeated keyword argument %R",
+                     key);
+        return false;
+      }
+      values[slot] = args[nargs + k];
+    }
+  }
+  if (!values[0]) {
+    PyErr_SetString(PyExc_TypeError, "count() missing required argument 'name'");
+    return false;
+  }
+  *name = values[0];
+  *n = 1;
+  return !values[1] || parse_count_n(values[1], n);
+}
+
+PyObject* do_count(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* name;
+  int64_t n;
+  if (nargs == 2 && !kwnames && PyLong_CheckExact(args[1])) {
+    name = args[0];
+    if (!parse_count_n(args[1], &n)) return nullptr;
+  } else if (!parse_count_args(args, nargs, kwnames, &name, &n)) {
+    return nullptr;
+  }
+  if (!r || r->closed) Py_RETURN_NONE;
+  uint32_t id;
+  if (!name_id_of(name, &id)) return nullptr;
+  thread_state(r)->count(id, n);
+  Py_RETURN_NONE;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recorder methods
+
+PyObject* recorder_phase(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                         PyObject* kwnames) {
+  return make_scope(reinterpret_cast<RecorderObject*>(self), args, nargs, kwnames);
+}
+
+PyObject* recorder_count(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                         PyObject* kwnames) {
+  return do_count(reinterpret_cast<RecorderObject*>(self), args, nargs, kwnames);
+}
+
+PyObject* recorder_current(PyObject* self, PyObject*) {
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  lp::ThreadState* ts = r->worker->recorder().thread_state();
+  return name_str(ts ? ts->current_name() : lp::kRootNameId);
+}
+
+PyObject* recorder_flush(PyObject* self, PyObject* args) {
+  int final = 0;
+  if (!PyArg_ParseTuple(args, "|p:flush", &final)) return nullptr;
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  int err;
+  Py_BEGIN_ALLOW_THREADS err = r->worker->flush(final != 0);
+  Py_END_ALLOW_THREADS return PyLong_FromLong(err);
+}
+
+PyObject* recorder_start_thread(PyObject* self, PyObject*) {
+  reinterpret_cast<RecorderObject*>(self)->worker->start_thread();
+  Py_RETURN_NONE;
+}
+
+PyObject* recorder_stop_thread(PyObject* self, PyObject*) {
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  Py_BEGIN_ALLOW_THREADS r->worker->stop_thread();
+  Py_END_ALLOW_THREADS Py_RETURN_NONE;
+}
+
+PyObject* recorder_thread_running(PyObject* self, PyObject*) {
+  return PyBool_FromLong(reinterpret_cast<RecorderObject*>(self)->worker->thread_running());
+}
+
+PyObject* recorder_reset_after_fork(PyObject* self, PyObject* args) {
+  const char* path;
+  const char* meta;
+  if (!PyArg_ParseTuple(args, "ss:reset_after_fork", &path, &meta)) return nullptr;
+  reinterpret_cast<RecorderObject*>(self)->worker->reset_after_fork(path, meta);
+  Py_RETURN_NONE;
+}
+
+PyObject* recorder_set_meta(PyObject* self, PyObject* args) {
+  const char* meta;
+  if (!PyArg_ParseTuple(args, "s:set_meta", &meta)) return nullptr;
+  reinterpret_cast<RecorderObject*>(self)->worker->set_meta(meta);
+  Py_RETURN_NONE;
+}
+
+PyObject* recorder_snapshot_json(PyObject* self, PyObject*) {
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  std::string text;
+  Py_BEGIN_ALLOW_THREADS text = r->worker->snapshot_json();
+  Py_END_ALLOW_THREADS return PyUnicode_DecodeUTF8(text.data(), Py_ssize_t(text.size()),
+                                                   "replace");
+}
+
+PyObject* recorder_stats(PyObject* self, PyObject*) {
+  lp::FlushStats st = reinterpret_cast<RecorderObject*>(self)->worker->stats();
+  return Py_BuildValue("{s:K,s:K,s:s,s:K}", "writes", (unsigned long long)st.writes, "errors",
+                       (unsigned long long)st.errors, "last_error", st.last_error.c_str(),
+                       "own_write_bytes", (unsigned long long)st.own_write_bytes);
+}
+
+PyObject* recorder_mark_closed(PyObject* self, PyObject*) {
+  reinterpret_cast<RecorderObject*>(self)->closed = true;
+  Py_RETURN_NONE;
+}
+
+PyObject* recorder_get_path(PyObject* self, void*) {
+  std::string p = reinterpret_cast<RecorderObject*>(self)->worker->path();
+  return PyUnicode_DecodeFSDefaultAndSize(p.data(), Py_ssize_t(p.size()));
+}
+
+PyObject* recorder_get_closed(PyObject* self, void*) {
+  return PyBool_FromLong(reinterpret_cast<RecorderObject*>(self)->closed);
+}
+
+PyObject* recorder_get_cpu_clock(PyObject* self, void*) {
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  if (!r->worker->recorder().measure_cpu()) Py_RETURN_NONE;
+  return PyUnicode_FromString(lp::cpu_clock_tier_name(r->worker->recorder().cpu_tier()));
+}
+
+#define LP_FASTCALL_KW(f) \
+  reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(f)), METH_FASTCALL | METH_KEYWORDS
+
+PyMethodDef recorder_methods[] = {
+    {"phase", LP_FASTCALL_KW(recorder_phase),
+     "phase(name, io=False, sync=False, sample=None) -> a context manager timing one entry."},
+    {"count", LP_FASTCALL_KW(recorder_count),
+     "count(name, n=1): add n (an int) to a counter on the innermost open phase."},
+    {"current", recorder_current, METH_NOARGS, "Name of the innermost open phase, or ''."},
+    {"flush", recorder_flush, METH_VARARGS,
+     "flush(final=False) -> 0 or errno: write the worker file now (the GIL is released)."},
+    {"start_thread", recorder_start_thread, METH_NOARGS, "Start the snapshot thread."},
+    {"stop_thread", recorder_stop_thread, METH_NOARGS, "Stop and join the snapshot thread."},
+    {"thread_running", recorder_thread_running, METH_NOARGS, "Whether the snapshot thread runs."},
+    {"reset_after_fork", recorder_reset_after_fork, METH_VARARGS,
+     "reset_after_fork(path, meta_json): in a forked child, start empty with a new file."},
+    {"set_meta", recorder_set_meta, METH_VARARGS, "set_meta(meta_json): replace the file's meta."},
+    {"snapshot_json", recorder_snapshot_json, METH_NOARGS,
+     "The worker-file text a flush would write now."},
+    {"stats", recorder_stats, METH_NOARGS, "Flush statistics: writes, errors, last_error."},
+    {"mark_closed", recorder_mark_closed, METH_NOARGS,
+     "Make phase()/count() no-ops from now on."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyGetSetDef recorder_getset[] = {
+    {"path", recorder_get_path, nullptr, "The worker file path.", nullptr},
+    {"closed", recorder_get_closed, nullptr, "Whether mark_closed() was called.", nullptr},
+    {"cpu_clock", recorder_get_cpu_clock, nullptr,
+     "The thread-CPU clock tier, or None when measure_cpu is off.", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+PyObject* recorder_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
+  static const char* kw[] = {"path", "meta_json", "measure_cpu", "snapshot_interval_ns", nullptr};
+  const char* path;
+  const char* meta = "{}";
+  int measure_cpu = 1;
+  unsigned long long interval_ns = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "s|spK:Recorder", const_cast<char**>(kw), &path,
+                                   &meta, &measure_cpu, &interval_ns)) {
+    return nullptr;
+  }
+  RecorderObject* self = reinterpret_cast<RecorderObject*>(type->tp_alloc(type, 0));
+  if (!self) return nullptr;
+  lp::WorkerConfig config;
+  config.path = path;
+  config.meta_json = meta;
+  config.measure_cpu = measure_cpu != 0;
+  config.snapshot_interval_ns = interval_ns;
+  self->worker = new lp::Worker(std::move(config));
+  self->closed = false;
+  self->weakreflist = nullptr;
+  return reinterpret_cast<PyObject*>(self);
+}
+
+void recorder_dealloc(PyObject* self) {
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  if (r->weakreflist) PyObject_ClearWeakRefs(self);
+  if (r->worker) {
+    Py_BEGIN_ALLOW_THREADS r->worker->stop_thread();
+    Py_END_ALLOW_THREADS delete r->worker;
+    r->worker = nullptr;
+  }
+  Py_TYPE(self)->tp_free(self);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Module-level functions: the no-op scope, and dispatch to the installed recorder.
+
+PyObject* null_phase(PyObject*, PyObject* const*, Py_ssize_t, PyObject*) {
+  Py_INCREF(g_null_scope);
+  return g_null_scope;
+}
+
+PyObject* null_count(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return do_count(nullptr, args, nargs, kwnames);
+}
+
+PyObject* installed_phase(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  if (!g_installed) {
+    Py_INCREF(g_null_scope);
+    return g_null_scope;
+  }
+  return make_scope(g_installed, args, nargs, kwnames);
+}
+
+PyObject* installed_count(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return do_count(g_installed, args, nargs, kwnames);
+}
+
+PyObject* installed_current(PyObject*, PyObject*) {
+  if (!g_installed) return PyUnicode_FromString("");
+  return recorder_current(reinterpret_cast<PyObject*>(g_installed), nullptr);
+}
+
+PyObject* set_installed(PyObject*, PyObject* arg) {
+  if (arg != Py_None && !PyObject_TypeCheck(arg, &RecorderType)) {
+    PyErr_SetString(PyExc_TypeError, "set_installed() takes a Recorder or None");
+    return nullptr;
+  }
+  RecorderObject* next = arg == Py_None ? nullptr : reinterpret_cast<RecorderObject*>(arg);
+  Py_XINCREF(next);
+  Py_XSETREF(g_installed, next);
+  Py_RETURN_NONE;
+}
+
+PyObject* get_installed(PyObject*, PyObject*) {
+  PyObject* r = g_installed ? reinterpret_cast<PyObject*>(g_installed) : Py_None;
+  Py_INCREF(r);
+  return r;
+}
+
+PyMethodDef module_functions[] = {
+    {"null_phase", LP_FASTCALL_KW(null_phase), "phase() of a disabled profiler: a no-op scope."},
+    {"null_count", LP_FASTCALL_KW(null_count),
+     "count() of a disabled profiler: checks n, records nothing."},
+    {"installed_phase", LP_FASTCALL_KW(installed_phase),
+     "phase() on the installed recorder, or a no-op scope when none is installed."},
+    {"installed_count", LP_FASTCALL_KW(installed_count),
+     "count() on the installed recorder, or a no-op when none is installed."},
+    {"installed_current", installed_current, METH_NOARGS,
+     "The installed recorder's innermost open phase on this thread, or ''."},
+    {"set_installed", set_installed, METH_O, "set_installed(recorder or None)."},
+    {"get_installed", get_installed, METH_NOARGS, "The installed recorder, or None."},
+    {nullptr, nullptr, 0, nullptr}};
+
+}  // namespace
+
+namespace {
+PyTypeObject RecorderType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+PyTypeObject ScopeType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+PyTypeObject NullScopeType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+}  // namespace
+
+int add_recorder_types(PyObject* module) {
+  RecorderType.tp_name = "lineprofiler._core.Recorder";
+  RecorderType.tp_basicsize = sizeof(RecorderObject);
+  RecorderType.tp_flags = Py_TPFLAGS_DEFAULT;
+  RecorderType.tp_doc = "One process's phase recorder, its worker file and snapshot thread.";
+  RecorderType.tp_new = recorder_new;
+  RecorderType.tp_dealloc = recorder_dealloc;
+  RecorderType.tp_methods = recorder_methods;
+  RecorderType.tp_getset = recorder_getset;
+  RecorderType.tp_weaklistoffset = offsetof(RecorderObject, weakreflist);
+
+  ScopeType.tp_name = "lineprofiler._core.PhaseScope";
+  ScopeType.tp_basicsize = sizeof(ScopeObject);
+  ScopeType.tp_flags = Py_TPFLAGS_DEFAULT;
+  ScopeType.tp_doc = "One phase entry: use it in a with statement.";
+  ScopeType.tp_dealloc = scope_dealloc;
+  ScopeType.tp_methods = scope_methods;
+
+  NullScopeType.tp_name = "lineprofiler._core.NullScope";
+  NullScopeType.tp_basicsize = sizeof(PyObject);
+  NullScopeType.tp_flags = Py_TPFLAGS_DEFAULT;
+  NullScopeType.tp_doc = "The scope of a disabled profiler: does nothing.";
+  NullScopeType.tp_methods = null_scope_methods;
+
+  if (PyType_Ready(&RecorderType) < 0 || PyType_Ready(&ScopeType) < 0 ||
+      PyType_Ready(&NullScopeType) < 0) {
+    return -1;
+  }
+  g_null_scope = PyObject_Init(&g_null_scope_storage, &NullScopeType);
+  Py_INCREF(g_null_scope);  // immortal in practice: never deallocated
+
+  if (PyModule_AddObjectRef(module, "Recorder", reinterpret_cast<PyObject*>(&RecorderType)) < 0 ||
+      PyModule_AddObjectRef(module, "PhaseScope", reinterpret_cast<PyObject*>(&ScopeType)) < 0 ||
+      PyModule_AddObjectRef(module, "NullScope", reinterpret_cast<PyObject*>(&NullScopeType)) <
+          0) {
+    return -1;
+  }
+  for (PyMethodDef* def = module_functions; def->ml_name; ++def) {
+    PyObject* f = PyCFunction_NewEx(def, nullptr, nullptr);
+    if (!f || PyModule_AddObject(module, def->ml_name, f) < 0) {
+      Py_XDECREF(f);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace lp_module

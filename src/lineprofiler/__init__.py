@@ -1,0 +1,24 @@
+"""with-line-profiler: phase accounting for multi-process runs, and a line tracer.
+
+``lineprofiler.accounting`` is the always-on phase accountant; ``lineprofiler.LineProfiler`` is
+the line-by-line tracer for a bounded ``with`` block. They share only the distribution: importing
+one never imports the other's machinery.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+__all__ = ["LineProfiler", "__version__"]
+
+if TYPE_CHECKING:
+    from lineprofiler.line import LineProfiler
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LineProfiler":
+        from lineprofiler.line import LineProfiler
+
+        return LineProfiler
+    raise AttributeError(f"module 'lineprofiler' has no attribute {name!r}")

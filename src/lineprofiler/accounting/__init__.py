@@ -1,0 +1,27 @@
+"""Phase accounting for long, multi-process runs.
+
+``Profiler`` records; the module-level ``phase``/``count``/``current`` serve the profiler created
+with ``install=True`` (and do nothing, cheaply, when none is installed).
+"""
+
+from __future__ import annotations
+
+from lineprofiler import _core
+from lineprofiler.accounting.profiler import Profiler, installed_profiler
+from lineprofiler.accounting.stats import HIST_MAX_REL_ERROR, Histogram, PhaseStats
+
+phase = _core.installed_phase
+count = _core.installed_count
+current = _core.installed_current
+
+
+__all__ = [
+    "HIST_MAX_REL_ERROR",
+    "Histogram",
+    "PhaseStats",
+    "Profiler",
+    "count",
+    "current",
+    "installed_profiler",
+    "phase",
+]

@@ -1,0 +1,282 @@
+"""The Profiler: one per process, tagged with a role, writing one worker file.
+
+The hot path (``phase()``/``count()``) is C++ (``lineprofiler._core.Recorder``); this class owns
+configuration, the environment that lets child processes join the run, and the lifecycle.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import time
+import warnings
+import weakref
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from lineprofiler import _core
+from lineprofiler.accounting import _identity
+from lineprofiler.accounting.stats import PhaseStats, tree_from_worker_doc
+
+ENV_PROFILE = "LINEPROFILER_PROFILE"
+ENV_ROLE = "LINEPROFILER_ROLE"
+ENV_RUN_DIR = "LINEPROFILER_RUN_DIR"
+ENV_RUN_ID = "LINEPROFILER_RUN_ID"
+DEFAULT_RUN_DIR = "profile"
+DEFAULT_ROLE = "main"
+
+_TRUE = {"1", "true", "yes", "on"}
+
+# The Python Profiler whose recorder is installed in _core (the C side holds the recorder).
+_installed_profiler: weakref.ReferenceType[Profiler] | None = None
+
+
+def installed_profiler() -> Profiler | None:
+    """The profiler installed with ``install=True`` and not yet closed, or None."""
+    p = _installed_profiler() if _installed_profiler is not None else None
+    if p is None or p.closed or _core.get_installed() is not p._rec:
+        return None
+    return p
+
+
+def _env_enabled() -> bool:
+    return os.environ.get(ENV_PROFILE, "").strip().lower() in _TRUE
+
+
+def _interval_ns(seconds: float | None, what: str) -> int:
+    if seconds is None:
+        return 0
+    if not seconds > 0:
+        raise ValueError(f"{what} must be a positive number of seconds or None, got {seconds!r}")
+    return int(seconds * 1e9)
+
+
+class Profiler:
+    """Phase accounting for one process.
+
+    Args:
+        run_dir: where the run's files go; resolved to an absolute path now. Defaults to
+            ``$LINEPROFILER_RUN_DIR`` (set by an enabled parent), else ``"profile"``.
+        role: what this process does ("actor", "learner"); else ``$LINEPROFILER_ROLE``, else
+            ``"main"``.
+        enabled: record or not; else ``$LINEPROFILER_PROFILE`` ("1"/"true"), else off. Disabled,
+            ``phase()``/``count()`` cost a bare ``with`` on a C object.
+        measure_cpu: read the thread's CPU time at each phase boundary (gives wait%).
+        snapshot_interval_s: rewrite the worker file this often from a C++ thread; None: only
+            at start and close() (no thread).
+        sample_interval_s: resource sampler period; None: no sampler thread.
+        install: also serve the module-level ``accounting.phase()``/``count()``.
+    """
+
+    def __init__(
+        self,
+        run_dir: str | os.PathLike[str] | None = None,
+        role: str | None = None,
+        enabled: bool | None = None,
+        measure_cpu: bool = True,
+        snapshot_interval_s: float | None = 30.0,
+        sample_interval_s: float | None = 1.0,
+        install: bool = False,
+        thread_names: bool = False,
+    ) -> None:
+        env_run_dir = os.environ.get(ENV_RUN_DIR)
+        if run_dir is None:
+            run_dir = env_run_dir or DEFAULT_RUN_DIR
+        self.run_dir: Path = Path(os.path.abspath(os.fspath(run_dir)))
+        self.role: str = str(role or os.environ.get(ENV_ROLE) or DEFAULT_ROLE)
+        self.enabled: bool = _env_enabled() if enabled is None else bool(enabled)
+        self.measure_cpu = bool(measure_cpu)
+        self.snapshot_interval_s = snapshot_interval_s
+        self.sample_interval_s = sample_interval_s
+        self.thread_names = bool(thread_names)
+        self._snapshot_interval_ns = _interval_ns(snapshot_interval_s, "snapshot_interval_s")
+        _interval_ns(sample_interval_s, "sample_interval_s")
+        self._closed = False
+        self._installed = False
+        self._rec: Any = None
+        self._warned_unwritable = False
+
+        inherited = (
+            os.environ.get(ENV_RUN_ID)
+            if env_run_dir and Path(env_run_dir) == self.run_dir
+            else None
+        )
+        self.run_id: str = inherited or _identity.new_run_id()
+        self.host: str = _identity.host_name()
+        self.pid: int = os.getpid()
+        self.uid8: str = _identity.new_uid8()
+        self.start_unix_ns: int = time.time_ns()
+
+        if not self.enabled:
+            self.phase = _core.null_phase
+            self.count = _core.null_count
+            self.worker_path: Path | None = None
+            return
+
+        self.worker_path = _identity.worker_path(
+            self.run_dir, self.host, self.run_id, self.pid, self.uid8
+        )
+        self._rec = _core.Recorder(
+            str(self.worker_path), self._meta_json(), self.measure_cpu, self._snapshot_interval_ns
+        )
+        self.phase = self._rec.phase
+        self.count = self._rec.count
+        self._export_environment()
+        self._prepare_run_dir()
+        self._flush(final=False)  # a worker is visible from its first moment
+        self._rec.start_thread()
+        atexit.register(self._atexit)
+        if install:
+            self._install()
+
+    # -- the hot path: bound in __init__ to C functions; these definitions document the API --
+
+    def phase(
+        self, name: str, io: bool = False, sync: bool = False, sample: float | None = None
+    ) -> Any:  # noqa: E501
+        """A context manager timing one entry into the phase ``name`` (nested under open ones)."""
+        raise NotImplementedError  # replaced per instance by the C implementation
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Add ``n`` (an int; a float raises TypeError) to a counter on the innermost open phase."""
+        raise NotImplementedError  # replaced per instance by the C implementation
+
+    # -- lifecycle --
+
+    def __enter__(self) -> Profiler:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the threads, write the final worker file, uninstall. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._rec is None:
+            return
+        self._rec.stop_thread()
+        self._flush(final=True)
+        self._rec.mark_closed()
+        if self._installed:
+            self._uninstall()
+        atexit.unregister(self._atexit)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _atexit(self) -> None:
+        try:
+            self.close()
+        except Exception:  # never raise at interpreter exit
+            pass
+
+    # -- data --
+
+    def merged_tree(self) -> dict[tuple[str, ...], PhaseStats]:
+        """This process's cumulative tree so far, summed over threads, keyed by path."""
+        if self._rec is None:
+            return {}
+        return tree_from_worker_doc(json.loads(self._rec.snapshot_json()), self.thread_names)
+
+    def current(self) -> str:
+        """The innermost open phase on this thread, or ""."""
+        return self._rec.current() if self._rec is not None else ""
+
+    def flush_stats(self) -> dict[str, Any]:
+        """Worker-file writes so far: ``writes``, ``errors``, ``last_error``."""
+        if self._rec is None:
+            return {"writes": 0, "errors": 0, "last_error": "", "own_write_bytes": 0}
+        return self._rec.stats()
+
+    # -- internals --
+
+    def _meta(self) -> dict[str, Any]:
+        return {
+            "role": self.role,
+            "pid": self.pid,
+            "ppid": os.getppid(),
+            "host": self.host,
+            "run_id": self.run_id,
+            "uuid": self.uid8,
+            "start_unix_ns": self.start_unix_ns,
+            "start_time": self.start_unix_ns / 1e9,
+            **_identity.launcher_identity(),
+            "argv": list(sys.argv[:8]),
+            "python": sys.version.split()[0],
+            "measure_cpu": self.measure_cpu,
+            "snapshot_interval_s": self.snapshot_interval_s,
+            "sample_interval_s": self.sample_interval_s,
+            "thread_names": self.thread_names,
+            "lineprofiler_version": _version(),
+        }
+
+    def _meta_json(self) -> str:
+        return json.dumps(self._meta(), separators=(",", ":"), default=str)
+
+    def _export_environment(self) -> None:
+        os.environ[ENV_PROFILE] = "1"
+        os.environ[ENV_RUN_DIR] = str(self.run_dir)
+        os.environ[ENV_RUN_ID] = self.run_id
+
+    def _prepare_run_dir(self) -> None:
+        try:
+            assert self.worker_path is not None
+            self.worker_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            self._warn_unwritable(str(exc))
+
+    def _flush(self, final: bool) -> int:
+        err = self._rec.flush(final)
+        if err:
+            self._warn_unwritable(os.strerror(err))
+        return err
+
+    def _warn_unwritable(self, why: str) -> None:
+        if self._warned_unwritable:
+            return
+        self._warned_unwritable = True
+        warnings.warn(
+            f"lineprofiler: cannot write the worker file under {self.run_dir} ({why}); "
+            "recording continues in memory and failed writes are counted",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+    def _install(self) -> None:
+        current = _core.get_installed()
+        if current is not None and not current.closed:
+            warnings.warn(
+                "lineprofiler: another profiler is already installed; install=True ignored "
+                "(close() the installed one first)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            return
+        global _installed_profiler
+        _core.set_installed(self._rec)
+        _installed_profiler = weakref.ref(self)
+        self._installed = True
+
+    def _uninstall(self) -> None:
+        global _installed_profiler
+        if _core.get_installed() is self._rec:
+            _core.set_installed(None)
+            _installed_profiler = None
+        self._installed = False
+
+
+def _version() -> str:
+    from lineprofiler import __version__
+
+    return __version__

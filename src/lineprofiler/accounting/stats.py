@@ -1,0 +1,151 @@
+"""Per-phase statistics and the fixed-bucket histogram, as plain Python values.
+
+The histogram layout is lp_core's (see ``src/cpp/lp_core/histogram.h``): 512 buckets, exact
+below 16 ns, then 12 geometric buckets per octave; a quantile read from it is within
+``HIST_MAX_REL_ERROR`` (2.89%) of the true sample at the same rank. Processes merge by adding
+buckets, and the difference of two cumulative histograms is the histogram of the interval
+between them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from lineprofiler import _core
+
+HIST_BUCKETS: int = _core.HIST_BUCKETS
+HIST_MAX_REL_ERROR: float = _core.HIST_MAX_REL_ERROR
+_BUCKET_VALUE: tuple[float, ...] = tuple(_core.hist_bucket_value(b) for b in range(HIST_BUCKETS))
+
+
+@dataclass
+class Histogram:
+    """Sparse bucket counts of entry wall times (bucket index -> count)."""
+
+    buckets: dict[int, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[Iterable[int]]) -> Histogram:
+        out: dict[int, int] = {}
+        for b, c in pairs:
+            out[int(b)] = out.get(int(b), 0) + int(c)
+        return cls(out)
+
+    @property
+    def count(self) -> int:
+        return sum(self.buckets.values())
+
+    def add(self, other: Histogram) -> None:
+        for b, c in other.buckets.items():
+            self.buckets[b] = self.buckets.get(b, 0) + c
+
+    def minus(self, earlier: Histogram) -> Histogram:
+        """The histogram of the entries recorded since ``earlier`` (a previous cumulative one)."""
+        out = {}
+        for b, c in self.buckets.items():
+            d = c - earlier.buckets.get(b, 0)
+            if d > 0:
+                out[b] = d
+        return Histogram(out)
+
+    def quantile(self, q: float) -> float:
+        """Quantile ``q`` in [0, 1] in nanoseconds; NaN when the histogram is empty."""
+        total = self.count
+        if total == 0:
+            return math.nan
+        rank = max(1, math.ceil(min(max(q, 0.0), 1.0) * total))
+        seen = 0
+        for b in sorted(self.buckets):
+            seen += self.buckets[b]
+            if seen >= rank:
+                return _BUCKET_VALUE[b]
+        return _BUCKET_VALUE[max(self.buckets)]
+
+    def mean_estimate(self) -> float:
+        """Mean of the bucket values (prefer wall_ns / calls where it is available)."""
+        total = self.count
+        if total == 0:
+            return math.nan
+        return sum(_BUCKET_VALUE[b] * c for b, c in self.buckets.items()) / total
+
+
+@dataclass
+class PhaseStats:
+    """Aggregates of one phase path. Times are integer nanoseconds.
+
+    ``cpu_ns``/``wait_ns`` are None when CPU time was not measured (``measure_cpu=False``):
+    missing, not zero. ``wait_ns`` is wall minus CPU over completed entries.
+    """
+
+    calls: int = 0
+    wall_ns: int = 0
+    self_ns: int = 0
+    cpu_ns: int | None = 0
+    open_ns: int = 0
+    open: int = 0
+    hist: Histogram = field(default_factory=Histogram)
+    counters: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def wait_ns(self) -> int | None:
+        if self.cpu_ns is None:
+            return None
+        return max(0, self.wall_ns - self.cpu_ns)
+
+    @property
+    def wait_fraction(self) -> float | None:
+        """Share of wall time the thread was off the CPU, or None when not measured."""
+        w = self.wait_ns
+        if w is None or self.wall_ns <= 0:
+            return None
+        return w / self.wall_ns
+
+    def add(self, other: PhaseStats) -> None:
+        self.calls += other.calls
+        self.wall_ns += other.wall_ns
+        self.self_ns += other.self_ns
+        self.cpu_ns = (
+            None if self.cpu_ns is None or other.cpu_ns is None else self.cpu_ns + other.cpu_ns
+        )
+        self.open_ns += other.open_ns
+        self.open += other.open
+        self.hist.add(other.hist)
+        for k, v in other.counters.items():
+            self.counters[k] = self.counters.get(k, 0) + v
+
+    @classmethod
+    def from_record(cls, rec: Mapping) -> PhaseStats:
+        """From one phase record of a worker file's ``threads[].phases[]``."""
+        cpu = rec.get("cpu_ns")
+        return cls(
+            calls=int(rec.get("calls", 0)),
+            wall_ns=int(rec.get("wall_ns", 0)),
+            self_ns=int(rec.get("self_ns", 0)),
+            cpu_ns=None if cpu is None else int(cpu),
+            open_ns=int(rec.get("open_ns", 0)),
+            open=int(rec.get("open", 0)),
+            hist=Histogram.from_pairs(rec.get("hist", ())),
+            counters={str(k): int(v) for k, v in dict(rec.get("counters", {})).items()},
+        )
+
+
+def tree_from_worker_doc(
+    doc: Mapping, thread_names: bool = False
+) -> dict[tuple[str, ...], PhaseStats]:
+    """Sums a worker file's per-thread trees into one tree keyed by path.
+
+    With ``thread_names``, each thread's paths are prefixed by its thread name.
+    """
+    tree: dict[tuple[str, ...], PhaseStats] = {}
+    for thread in doc.get("threads", ()):
+        prefix = (str(thread.get("name") or f"thread-{thread.get('tid')}"),) if thread_names else ()
+        for rec in thread.get("phases", ()):
+            path = prefix + tuple(str(p) for p in rec.get("path", ()))
+            stats = PhaseStats.from_record(rec)
+            if path in tree:
+                tree[path].add(stats)
+            else:
+                tree[path] = stats
+    return tree

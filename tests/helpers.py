@@ -1,0 +1,62 @@
+"""The one subprocess helper for tests, and small readers of worker files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+
+def run_python(
+    code: str,
+    *,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    timeout: float = 120.0,
+    args: list[str] | None = None,
+    check: bool = True,
+    executable: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Runs dedented ``code`` in a fresh interpreter with faulthandler on.
+
+    On timeout the child's stacks are dumped (faulthandler) before it is killed.
+    """
+    script = cwd / f"_child_{abs(hash(code)) % 10**8}.py"
+    script.write_text(textwrap.dedent(code))
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
+    full_env.update(PYTHONFAULTHANDLER="1", PYTHONUNBUFFERED="1")
+    if env:
+        full_env.update(env)
+    prelude = [
+        "-X",
+        "faulthandler",
+        "-c",
+        f"import faulthandler,sys; faulthandler.dump_traceback_later({timeout - 5}, exit=True); "
+        f"sys.argv=[{str(script)!r}]+sys.argv[1:]; "
+        f"exec(compile(open({str(script)!r}).read(), {str(script)!r}, 'exec'))",
+    ]
+    proc = subprocess.run(
+        [executable or sys.executable, *prelude, *(args or [])],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"child exited {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+        )
+    return proc
+
+
+def worker_files(run_dir: Path) -> list[Path]:
+    return sorted(Path(run_dir).glob("workers/*/w_*.json"))
+
+
+def read_worker(path: Path) -> dict[str, Any]:
+    return json.loads(Path(path).read_text())
