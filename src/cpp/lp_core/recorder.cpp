@@ -16,8 +16,12 @@ uint64_t current_os_tid() { return uint64_t(syscall(SYS_gettid)); }
 
 thread_local Recorder::TlsCache Recorder::tls_cache;
 
-ThreadState::ThreadState(uint64_t os_tid, std::string thread_name, bool measure_cpu)
-    : os_tid_(os_tid), thread_name_(std::move(thread_name)), measure_cpu_(measure_cpu) {
+ThreadState::ThreadState(uint64_t os_tid, std::string thread_name, bool measure_cpu,
+                         CpuClockTier cpu_tier)
+    : os_tid_(os_tid),
+      thread_name_(std::move(thread_name)),
+      measure_cpu_(measure_cpu),
+      cpu_(measure_cpu ? cpu_tier : CpuClockTier::kSyscall) {
   nodes_.emplace_back(kRootNameId, kRootNode);
 }
 
@@ -70,6 +74,7 @@ uint32_t ThreadState::current_name() const {
 
 Recorder::Recorder(RecorderOptions options)
     : options_(options),
+      cpu_tier_(options.measure_cpu ? cpu_clock_probe().tier : CpuClockTier::kSyscall),
       generation_(g_next_generation.fetch_add(1)),
       threads_(new std::vector<std::unique_ptr<ThreadState>>()) {}
 
@@ -81,7 +86,8 @@ ThreadState* Recorder::register_thread(const std::string& thread_name) {
     if (t->os_tid() == tid) found = t.get();
   }
   if (!found) {
-    threads_->push_back(std::make_unique<ThreadState>(tid, thread_name, options_.measure_cpu));
+    threads_->push_back(std::make_unique<ThreadState>(tid, thread_name, options_.measure_cpu,
+                                                     cpu_tier_));
     found = threads_->back().get();
   }
   tls_cache.gen = generation_;

@@ -63,7 +63,9 @@ class Recorder;
 /// while its recorder lives (its data is reported even after the thread exits).
 class ThreadState {
  public:
-  ThreadState(uint64_t os_tid, std::string thread_name, bool measure_cpu);
+  /// cpu_tier: the CPU-clock tier to open on this thread (ignored when measure_cpu is false).
+  ThreadState(uint64_t os_tid, std::string thread_name, bool measure_cpu,
+              CpuClockTier cpu_tier = CpuClockTier::kSyscall);
 
   /// Opens a phase named name_id under the innermost open one. token identifies the entry at exit.
   inline void enter(uint32_t name_id, const void* token) {
@@ -76,8 +78,9 @@ class ThreadState {
     Frame& f = frames_[d];
     f.node.store(child(parent, name_id), std::memory_order_relaxed);
     f.token = token;
-    f.t0_ticks.store(wall_ticks(), std::memory_order_relaxed);
-    if (measure_cpu_) f.c0_ns = cpu_.now_ns();
+    uint64_t t0 = wall_ticks();
+    f.t0_ticks.store(t0, std::memory_order_relaxed);
+    if (measure_cpu_) f.c0_ns = cpu_.now_ns_at(t0);
     depth_.store(d + 1, std::memory_order_release);
   }
 
@@ -139,8 +142,9 @@ class ThreadState {
 
   inline void close_top(uint32_t d) {
     Frame& f = frames_[d - 1];
-    uint64_t c1 = measure_cpu_ ? cpu_.now_ns() : 0;
-    uint64_t wall = ticks_to_ns(wall_ticks() - f.t0_ticks.load(std::memory_order_relaxed));
+    uint64_t t1 = wall_ticks();
+    uint64_t c1 = measure_cpu_ ? cpu_.now_ns_at(t1) : 0;
+    uint64_t wall = ticks_to_ns(t1 - f.t0_ticks.load(std::memory_order_relaxed));
     Node& n = nodes_[f.node.load(std::memory_order_relaxed)];
     bump(n.calls, uint64_t(1));
     bump(n.wall_ns, wall);
@@ -214,7 +218,8 @@ class Recorder {
   void reset_after_fork();
 
   bool measure_cpu() const { return options_.measure_cpu; }
-  CpuClockTier cpu_tier() const { return ThreadCpuClock().tier(); }
+  /// The CPU-clock tier this recorder's threads open (probed when the recorder was made).
+  CpuClockTier cpu_tier() const { return cpu_tier_; }
 
  private:
   struct TlsCache {
@@ -224,6 +229,7 @@ class Recorder {
   static thread_local TlsCache tls_cache;
 
   RecorderOptions options_;
+  CpuClockTier cpu_tier_;
   uint64_t generation_;
   mutable std::mutex threads_mu_;
   std::vector<std::unique_ptr<ThreadState>>* threads_;  // leaked on fork, deleted otherwise

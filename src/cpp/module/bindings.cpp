@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "lp_core/clock.h"
+#include "lp_core/cpu_clock.h"
 #include "lp_core/histogram.h"
 #include "lp_core/worker_file.h"
 #include "module/recorder_type.h"
@@ -44,6 +45,55 @@ NB_MODULE(_core, m) {
   m.def("wall_clock_name", &lp::wall_clock_name, "The hot-path wall clock: 'tsc' or 'monotonic'.");
   m.def("wall_ticks", &lp::wall_ticks, "Raw ticks of the hot-path wall clock.");
   m.def("ticks_to_ns", &lp::ticks_to_ns, nb::arg("dticks"), "A tick difference in ns.");
+
+  // Thread-CPU clock tiers (LINEPROFILER_CPU_CLOCK=auto|exact|anchored|syscall, read at the probe).
+  auto probe_dict = [](const lp::CpuClockProbe& p) {
+    nb::dict d;
+    d["mode"] = lp::cpu_clock_mode_name(p.mode);
+    d["tier"] = lp::cpu_clock_tier_name(p.tier);
+    d["perf_errno"] = p.perf_errno;
+    d["cap_user_time"] = p.cap_user_time;
+    d["lock_tracks_switches"] = p.lock_tracks_switches;
+    d["exact_validated"] = p.exact_validated;
+    d["detail"] = p.detail;
+    return d;
+  };
+  m.def(
+      "cpu_clock_probe", [probe_dict]() { return probe_dict(lp::cpu_clock_probe()); },
+      "The process's thread-CPU clock probe (runs it on first call): a dict with mode, tier, "
+      "perf_errno, cap_user_time, lock_tracks_switches, exact_validated, detail.");
+  m.def(
+      "cpu_clock_reprobe",
+      [probe_dict](const std::string& mode) {
+        lp::CpuClockMode parsed;
+        if (!lp::parse_cpu_clock_mode(mode.c_str(), &parsed)) {
+          throw nb::value_error("mode must be 'auto', 'exact', 'anchored' or 'syscall'");
+        }
+        return probe_dict(lp::cpu_clock_reprobe(parsed));
+      },
+      nb::arg("mode"),
+      "Probe again with mode; recorders made afterwards use the new tier (tests, benchmarks).");
+  m.def("thread_cpu_ns", &lp::thread_cpu_syscall_ns,
+        "CLOCK_THREAD_CPUTIME_ID of the calling thread, in ns (the system call).");
+  nb::class_<lp::ThreadCpuClock>(m, "ThreadCpuClock",
+                                 "A thread-CPU clock of one tier; use it on the thread that made it.")
+      .def(
+          "__init__",
+          [](lp::ThreadCpuClock* self, const std::string& tier) {
+            lp::CpuClockTier parsed;
+            if (!lp::parse_cpu_clock_tier(tier.c_str(), &parsed)) {
+              throw nb::value_error("tier must be 'auto', 'exact', 'anchored' or 'syscall'");
+            }
+            new (self) lp::ThreadCpuClock(parsed);
+          },
+          nb::arg("tier") = "auto")
+      .def("now_ns", &lp::ThreadCpuClock::now_ns, "The calling thread's CPU time, in ns.")
+      .def_prop_ro("tier",
+                   [](const lp::ThreadCpuClock& c) { return lp::cpu_clock_tier_name(c.tier()); })
+      .def_prop_ro("slow_reads", &lp::ThreadCpuClock::slow_reads,
+                   "System calls the anchored tier made.")
+      .def("read_cost_ns", &lp::cpu_clock_read_cost_ns, nb::arg("n"),
+           "Average ns of one now_ns() over n reads in a C++ loop.");
 
   if (lp_module::add_recorder_types(m.ptr()) != 0) throw nb::python_error();
 }
