@@ -192,8 +192,15 @@ uint64_t ThreadCpuClock::anchor() {
     uint32_t l1 = ev_.lock();
     if (l0 == l1 && !(l0 & 1)) {
       // The kernel sampled c somewhere inside the call: place it at the call's midpoint.
+      uint64_t mid = ta + (tb - ta) / 2;
+      if (l0 == anchor_lock_) {
+        // Never switched out since the previous anchor: audit the extrapolation.
+        uint64_t window_ns = ticks_to_ns(mid - anchor_ticks_);
+        audited_ns_ += window_ns;
+        unbilled_ns_ += int64_t(anchor_cpu_ns_ + window_ns - c);
+      }
       anchor_lock_ = l0;
-      anchor_ticks_ = ta + (tb - ta) / 2;
+      anchor_ticks_ = mid;
       anchor_cpu_ns_ = c;
       return c;
     }

@@ -114,6 +114,14 @@ class ThreadCpuClock {
   /// Number of system calls the anchored tier made (anchors), for tests and benchmarks.
   uint64_t slow_reads() const { return slow_reads_; }
 
+  /// The anchored tier audits itself: each re-anchor that finds the lock unchanged since the
+  /// previous anchor compares its extrapolation with the system call. audited_ns() is the wall
+  /// time so checked; unbilled_ns() how much CPU time the extrapolation claimed beyond what the
+  /// kernel billed (host pauses of the vCPU, steal; signed: anchor placement jitter cancels).
+  /// unbilled_ns() / audited_ns() is the tier's measured over-count rate of CPU time.
+  uint64_t audited_ns() const { return audited_ns_; }
+  int64_t unbilled_ns() const { return unbilled_ns_; }
+
  private:
   bool open_event(CpuClockTier want);
   uint64_t anchor();      // anchored tier: a system call that also (re)sets the anchor
@@ -126,6 +134,8 @@ class ThreadCpuClock {
   uint64_t anchor_cpu_ns_ = 0;
   uint64_t exact_base_ns_ = 0;  // CLOCK_THREAD_CPUTIME_ID minus the page's time at open
   uint64_t slow_reads_ = 0;
+  uint64_t audited_ns_ = 0;
+  int64_t unbilled_ns_ = 0;
   PerfTaskEvent ev_;
 };
 

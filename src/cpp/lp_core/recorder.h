@@ -119,6 +119,8 @@ class ThreadState {
   uint64_t os_tid() const { return os_tid_; }
   const std::string& thread_name() const { return thread_name_; }
   CpuClockTier cpu_tier() const { return cpu_.tier(); }
+  /// This thread's CPU clock (its tier and the anchored tier's self-audit). Owner only.
+  const ThreadCpuClock& cpu_clock() const { return cpu_; }
 
   std::atomic<uint64_t> depth_overflow{0};
   std::atomic<uint64_t> folded_entries{0};

@@ -92,6 +92,10 @@ NB_MODULE(_core, m) {
                    [](const lp::ThreadCpuClock& c) { return lp::cpu_clock_tier_name(c.tier()); })
       .def_prop_ro("slow_reads", &lp::ThreadCpuClock::slow_reads,
                    "System calls the anchored tier made.")
+      .def_prop_ro("audited_ns", &lp::ThreadCpuClock::audited_ns,
+                   "Wall ns over which the anchored tier checked its extrapolation.")
+      .def_prop_ro("unbilled_ns", &lp::ThreadCpuClock::unbilled_ns,
+                   "CPU ns the anchored extrapolation claimed beyond the kernel's (signed).")
       .def("read_cost_ns", &lp::cpu_clock_read_cost_ns, nb::arg("n"),
            "Average ns of one now_ns() over n reads in a C++ loop.");
 
