@@ -191,6 +191,16 @@ def _phase(rec: Any, where: str, lifetime_ns: int | None) -> tuple[Path_, Merged
                 f"{at}: {stats.wall_ns + stats.open_ns} ns recorded in a process that lived "
                 f"{lifetime_ns} ns"
             )
+    io = rec.get("io")
+    if io is not None:
+        if not isinstance(io, dict):
+            raise _Bad(f"{at}: io is {type(io).__name__}, not an object")
+        # sum the integer fields; other (future) fields are ignored, as unknown keys are
+        stats.io = {
+            str(k): v
+            for k, v in io.items()
+            if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= _MAX_NS
+        }
     stats.sample_rates = {every}
     stats.processes = 1
     return tuple(raw_path), stats
@@ -412,6 +422,15 @@ def _mark_stale(run: MergedRun) -> None:
 
 # -- caveats --
 
+_LIST_LIMIT = 10
+
+
+def _listing(items: list[str], sep: str = ", ") -> str:
+    """At most _LIST_LIMIT items, then how many more (the caveat's ``workers`` has them all)."""
+    shown = sep.join(items[:_LIST_LIMIT])
+    more = len(items) - _LIST_LIMIT
+    return shown + (f"{sep}and {more} more" if more > 0 else "")
+
 
 def _caveats(run: MergedRun) -> list[Caveat]:
     from lineprofiler.render.units import fmt_duration, fmt_utc
@@ -422,7 +441,7 @@ def _caveats(run: MergedRun) -> list[Caveat]:
             Caveat(
                 "unreadable",
                 f"{len(run.unreadable)} worker file(s) could not be read and are not counted: "
-                + "; ".join(f"{u.path}: {u.reason}" for u in run.unreadable),
+                + _listing([f"{u.path}: {u.reason}" for u in run.unreadable], sep="; "),
                 [u.path for u in run.unreadable],
             )
         )
@@ -432,7 +451,7 @@ def _caveats(run: MergedRun) -> list[Caveat]:
             Caveat(
                 "recorded_nothing",
                 f"{len(nothing)} worker(s) started, recorded nothing: "
-                + ", ".join(f"{w.role} {w.label}" for w in nothing),
+                + _listing([f"{w.role} {w.label}" for w in nothing]),
                 [w.path for w in nothing],
             )
         )
@@ -443,10 +462,12 @@ def _caveats(run: MergedRun) -> list[Caveat]:
                 "stale",
                 f"{len(stale)} worker(s) stopped writing before the run's newest file "
                 "(died or hung; their numbers end there): "
-                + ", ".join(
-                    f"{w.role} {w.label} {fmt_duration(int(w.stale_s * 1e9))} behind"
-                    for w in stale
-                    if w.stale_s is not None
+                + _listing(
+                    [
+                        f"{w.role} {w.label} {fmt_duration(int(w.stale_s * 1e9))} behind"
+                        for w in stale
+                        if w.stale_s is not None
+                    ]
                 ),
                 [w.path for w in stale],
             )
@@ -457,10 +478,12 @@ def _caveats(run: MergedRun) -> list[Caveat]:
             Caveat(
                 "flush_errors",
                 f"{len(failing)} worker(s) had failing writes (their file may be out of date): "
-                + ", ".join(
-                    f"{w.role} {w.label} {w.flush_errors} failed"
-                    + (f" ({w.last_flush_error})" if w.last_flush_error else "")
-                    for w in failing
+                + _listing(
+                    [
+                        f"{w.role} {w.label} {w.flush_errors} failed"
+                        + (f" ({w.last_flush_error})" if w.last_flush_error else "")
+                        for w in failing
+                    ]
                 ),
                 [w.path for w in failing],
             )

@@ -32,6 +32,8 @@ class MergedPhase(PhaseStats):
     sample_rates: set[int] = field(default_factory=set)
     processes: int = 0
     thread_node: bool = False
+    # Exact I/O of phase(io=True) entries: the record's "io" byte sums, summed; None when absent.
+    io: dict[str, int] | None = None
 
     @property
     def time_ns(self) -> int:
@@ -47,6 +49,11 @@ class MergedPhase(PhaseStats):
             self.sample_rates |= other.sample_rates
             self.processes += other.processes
             self.thread_node = self.thread_node or other.thread_node
+            if other.io:
+                mine = self.io if self.io is not None else {}
+                for k, v in other.io.items():
+                    mine[k] = mine.get(k, 0) + v
+                self.io = mine
         else:
             self.sample_rates.add(1)
 
