@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import read_worker, run_python, worker_files
 from lineprofiler import _core
 from lineprofiler.accounting import Profiler
+from tests.helpers import read_worker, run_python, worker_files
 
 TIERS = ("exact", "anchored", "syscall")
 
