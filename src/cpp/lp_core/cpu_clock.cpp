@@ -202,6 +202,10 @@ uint64_t ThreadCpuClock::anchor() {
       anchor_lock_ = l0;
       anchor_ticks_ = mid;
       anchor_cpu_ns_ = c;
+      // The wall clock's scale, refreshed at each anchor (wall_clock_init may re-probe).
+      double ns_per_tick = detail::g_wall.use_tsc ? detail::g_wall.ns_per_tick : 1.0;
+      anchor_ns_per_tick_q32_ = uint64_t(ns_per_tick * 4294967296.0 + 0.5);
+      anchor_max_ticks_ = uint64_t(double(kAnchorMaxAgeNs) / ns_per_tick);
       return c;
     }
   }

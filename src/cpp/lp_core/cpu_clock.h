@@ -94,10 +94,11 @@ class ThreadCpuClock {
     if (tier_ == CpuClockTier::kAnchored) {
       std::atomic_signal_fence(std::memory_order_seq_cst);  // the caller's ticks precede the lock
       // The fork check comes first: in a forked child the inherited page is already unmapped.
+      // Ticks become ns in 32.32 fixed point (no float conversions on the hot path).
+      uint64_t dt = ticks - anchor_ticks_;
       if (gen_ == detail::g_fork_generation.load(std::memory_order_relaxed) &&
-          ev_.lock() == anchor_lock_) {
-        uint64_t dt_ns = ticks_to_ns(ticks - anchor_ticks_);
-        if (dt_ns < kAnchorMaxAgeNs) return anchor_cpu_ns_ + dt_ns;
+          ev_.lock() == anchor_lock_ && dt < anchor_max_ticks_) {
+        return anchor_cpu_ns_ + ((dt * anchor_ns_per_tick_q32_) >> 32);
       }
       return anchor();
     }
@@ -132,6 +133,8 @@ class ThreadCpuClock {
   uint32_t anchor_lock_ = 1;  // odd: never equal to a stable lock, so the first read anchors
   uint64_t anchor_ticks_ = 0;
   uint64_t anchor_cpu_ns_ = 0;
+  uint64_t anchor_max_ticks_ = 0;         // kAnchorMaxAgeNs in wall ticks
+  uint64_t anchor_ns_per_tick_q32_ = 0;   // ns per wall tick, times 2^32
   uint64_t exact_base_ns_ = 0;  // CLOCK_THREAD_CPUTIME_ID minus the page's time at open
   uint64_t slow_reads_ = 0;
   uint64_t audited_ns_ = 0;

@@ -1,0 +1,143 @@
+"""Cost of reading the thread's CPU time, per tier, and of a measure_cpu=True phase per tier.
+
+    python benchmarks/bench_cpu_clock.py [--json] [--rounds N]
+
+Side by side in one process, interleaved rounds, best round kept (see _timing.py):
+  - raw read: one ThreadCpuClock.now_ns() in a C++ loop, per tier (exact, anchored, syscall),
+    and time.thread_time_ns() from Python for reference;
+  - `with profiler.phase("x"): pass` with measure_cpu=True for each tier, with measure_cpu=False,
+    and the floor `with _core.null_phase("x"): pass` (a with on an empty C context manager).
+Ratios are to the floor. A tier this machine lacks is listed as unavailable, not measured.
+Each profiler's recorder takes the tier probed when it was made (_core.cpu_clock_reprobe).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _timing import best_ns_per_call, table  # noqa: E402
+from lineprofiler import _core  # noqa: E402
+from lineprofiler.accounting import Profiler  # noqa: E402
+
+TIERS = ("exact", "anchored", "syscall")
+FLOOR = "floor: with on an empty C context manager"
+
+
+def raw_read_ns(rounds: int) -> dict[str, float | None]:
+    """Best-of-rounds ns per now_ns() of each tier, read in a C++ loop; None where unavailable."""
+    clocks = {t: _core.ThreadCpuClock(t) for t in TIERS}
+    out: dict[str, float | None] = {}
+    best = {t: float("inf") for t in TIERS}
+    for _ in range(rounds):
+        for t, c in clocks.items():
+            if c.tier == t:
+                best[t] = min(best[t], c.read_cost_ns(20_000 if t == "syscall" else 200_000))
+    for t in TIERS:
+        out[t] = best[t] if clocks[t].tier == t else None
+    return out
+
+
+def build_cases(run_dir: Path) -> tuple[dict, list[Profiler], dict[str, str]]:
+    quiet = dict(snapshot_interval_s=None, sample_interval_s=None)
+    opened: list[Profiler] = []
+    g: dict = {
+        "null": SimpleNamespace(phase=_core.null_phase),
+        "thread_time_ns": time.thread_time_ns,
+    }
+    cases: dict[str, tuple[str, dict]] = {FLOOR: ("with null.phase('x'): pass", g)}
+    nocpu = Profiler(run_dir=run_dir, enabled=True, measure_cpu=False, **quiet)
+    opened.append(nocpu)
+    g["nocpu"] = nocpu
+    cases["phase(), enabled=True, measure_cpu=False"] = ("with nocpu.phase('x'): pass", g)
+    unavailable: dict[str, str] = {}
+    env_mode = os.environ.get("LINEPROFILER_CPU_CLOCK", "auto")
+    try:
+        for tier in TIERS:
+            probe = _core.cpu_clock_reprobe(tier)
+            if probe["tier"] != tier:
+                unavailable[tier] = probe["detail"]
+                continue
+            p = Profiler(run_dir=run_dir, enabled=True, measure_cpu=True, **quiet)
+            opened.append(p)
+            assert p._rec.cpu_clock == tier
+            g[f"cpu_{tier}"] = p
+            cases[f"phase(), enabled=True, measure_cpu=True, cpu clock {tier}"] = (
+                f"with cpu_{tier}.phase('x'): pass",
+                g,
+            )
+    finally:
+        _core.cpu_clock_reprobe(env_mode)
+    cases["time.thread_time_ns() (Python call, reference)"] = ("thread_time_ns()", g)
+    return cases, opened, unavailable
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--rounds", type=int, default=15)
+    args = ap.parse_args()
+    probe = _core.cpu_clock_probe()
+    raw = raw_read_ns(args.rounds)
+    with tempfile.TemporaryDirectory() as tmp:
+        cases, opened, unavailable = build_cases(Path(tmp))
+        try:
+            ns = best_ns_per_call(cases, rounds=args.rounds)
+        finally:
+            for p in opened:
+                p.close()
+    floor = ns[FLOOR]
+    ratios = {name: v / floor for name, v in ns.items()}
+    info = {
+        "date": time.strftime("%Y-%m-%d"),
+        "python": platform.python_version(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "wall_clock": _core.wall_clock_name(),
+        "cpu_clock_auto": probe["tier"],
+        "cpu_clock_detail": probe["detail"],
+    }
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "info": info,
+                    "raw_read_ns": raw,
+                    "ns_per_call": ns,
+                    "ratio": ratios,
+                    "unavailable": unavailable,
+                },
+                indent=2,
+            )
+        )
+        return 0
+    rows = [(name, v, f"{ratios[name]:.2f}x floor") for name, v in ns.items()]
+    for tier in TIERS:
+        v = raw[tier]
+        if v is not None:
+            rows.append((f"raw read, cpu clock {tier} (C++ loop)", v, ""))
+    print(
+        table(
+            rows,
+            f"thread-CPU clock cost ({info['date']}, Python {info['python']}, {info['machine']}, "
+            f"wall clock {info['wall_clock']}; auto picks {info['cpu_clock_auto']}: "
+            f"{info['cpu_clock_detail']})",
+        )
+    )
+    for tier, why in unavailable.items():
+        print(f"cpu clock {tier}: unavailable here ({why})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
