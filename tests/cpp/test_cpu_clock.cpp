@@ -1,4 +1,5 @@
-// tests/cpp/test_cpu_clock.cpp: each CPU-clock tier against CLOCK_THREAD_CPUTIME_ID over mixed phases.
+// tests/cpp/test_cpu_clock.cpp: each CPU-clock tier against CLOCK_THREAD_CPUTIME_ID over mixed
+// phases.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -21,8 +22,8 @@
 namespace {
 
 using lp::CpuClockTier;
-using lp::ThreadCpuClock;
 using lp::thread_cpu_syscall_ns;
+using lp::ThreadCpuClock;
 
 void spin_ns(uint64_t ns) {
   uint64_t t = lp::monotonic_ns();
@@ -88,11 +89,11 @@ class PipeServer {
 
 struct MixedResult {
   int phases = 0;
-  int outside_5us = 0;            // phases whose clock delta lies > 5 us outside the bracket
-  uint64_t sum_outside_ns = 0;    // total distance outside the brackets
-  uint64_t truth_cpu_ns = 0;      // CLOCK_THREAD_CPUTIME_ID over all phases
-  uint64_t off_cpu_ns = 0;        // wall - truth over the sleep/pipe/yield phases
-  uint64_t steal_ns = 0;          // /proc/stat steal over the run (all CPUs)
+  int outside_5us = 0;          // phases whose clock delta lies > 5 us outside the bracket
+  uint64_t sum_outside_ns = 0;  // total distance outside the brackets
+  uint64_t truth_cpu_ns = 0;    // CLOCK_THREAD_CPUTIME_ID over all phases
+  uint64_t off_cpu_ns = 0;      // wall - truth over the sleep/pipe/yield phases
+  uint64_t steal_ns = 0;        // /proc/stat steal over the run (all CPUs)
 };
 
 // Runs n phases of spin / sleep / yield / blocking pipe read / short spin. Each phase is bracketed
@@ -160,7 +161,9 @@ void check_bound(const MixedResult& r, const char* tier) {
   CHECK(r.sum_outside_ns <= tolerance_ns);
 }
 
-bool perf_available() { return lp::cpu_clock_probe().perf_errno == 0; }
+bool perf_available() {
+  return lp::cpu_clock_probe().perf_errno == 0;
+}
 
 }  // namespace
 
@@ -192,8 +195,8 @@ TEST_CASE("cpu clock: user-space time arithmetic is the kernel's documented form
     CHECK(got == want);
   }
   // cap_user_time_short: only the low bits of the counter are valid; they extend time_cycles.
-  uint64_t got = lp::PerfTaskEvent::user_time_from(0, 0xABCD0000'00000123ull, 0, 1, 0, true,
-                                                   0x100, 0xFFFF);
+  uint64_t got =
+      lp::PerfTaskEvent::user_time_from(0, 0xABCD0000'00000123ull, 0, 1, 0, true, 0x100, 0xFFFF);
   CHECK(got == 0x123);
 }
 

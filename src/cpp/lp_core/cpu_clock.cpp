@@ -154,7 +154,9 @@ CpuClockProbe cpu_clock_reprobe(CpuClockMode mode) {
   return g_probe;
 }
 
-ThreadCpuClock::ThreadCpuClock(CpuClockTier want) { open_event(want); }
+ThreadCpuClock::ThreadCpuClock(CpuClockTier want) {
+  open_event(want);
+}
 
 bool ThreadCpuClock::open_event(CpuClockTier want) {
   tier_ = CpuClockTier::kSyscall;

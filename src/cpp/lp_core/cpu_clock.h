@@ -48,13 +48,13 @@ constexpr uint64_t kAnchorMaxAgeNs = 2'000'000;
 
 /// What the start-up probe found and chose.
 struct CpuClockProbe {
-  CpuClockMode mode = CpuClockMode::kAuto;  // what was asked for
+  CpuClockMode mode = CpuClockMode::kAuto;     // what was asked for
   CpuClockTier tier = CpuClockTier::kSyscall;  // what ThreadCpuClock uses
-  int perf_errno = 0;                       // errno of perf_event_open/mmap; 0 when it opened
-  bool cap_user_time = false;               // the page publishes user-space time
-  bool lock_tracks_switches = false;        // the page's lock moved across each probe sleep
-  bool exact_validated = false;             // user-space time agreed with the system call
-  std::string detail;                       // one line: why this tier
+  int perf_errno = 0;                          // errno of perf_event_open/mmap; 0 when it opened
+  bool cap_user_time = false;                  // the page publishes user-space time
+  bool lock_tracks_switches = false;           // the page's lock moved across each probe sleep
+  bool exact_validated = false;                // user-space time agreed with the system call
+  std::string detail;                          // one line: why this tier
 };
 
 /// The process's probe result. The first call probes (on the calling thread, < 1 ms: opens one
@@ -133,9 +133,9 @@ class ThreadCpuClock {
   uint32_t anchor_lock_ = 1;  // odd: never equal to a stable lock, so the first read anchors
   uint64_t anchor_ticks_ = 0;
   uint64_t anchor_cpu_ns_ = 0;
-  uint64_t anchor_max_ticks_ = 0;         // kAnchorMaxAgeNs in wall ticks
-  uint64_t anchor_ns_per_tick_q32_ = 0;   // ns per wall tick, times 2^32
-  uint64_t exact_base_ns_ = 0;  // CLOCK_THREAD_CPUTIME_ID minus the page's time at open
+  uint64_t anchor_max_ticks_ = 0;        // kAnchorMaxAgeNs in wall ticks
+  uint64_t anchor_ns_per_tick_q32_ = 0;  // ns per wall tick, times 2^32
+  uint64_t exact_base_ns_ = 0;           // CLOCK_THREAD_CPUTIME_ID minus the page's time at open
   uint64_t slow_reads_ = 0;
   uint64_t audited_ns_ = 0;
   int64_t unbilled_ns_ = 0;

@@ -1,4 +1,5 @@
-// lp_core/perf_task_clock.cpp: opening per-thread task-clock events and closing them in a forked child.
+// lp_core/perf_task_clock.cpp: opening per-thread task-clock events and closing them in a forked
+// child.
 #include "lp_core/perf_task_clock.h"
 
 #include <errno.h>
@@ -39,8 +40,12 @@ Registry& registry() {
   return *r;
 }
 
-void at_fork_prepare() { registry().mu.lock(); }
-void at_fork_parent() { registry().mu.unlock(); }
+void at_fork_prepare() {
+  registry().mu.lock();
+}
+void at_fork_parent() {
+  registry().mu.unlock();
+}
 void at_fork_child() {
   Registry& r = registry();
   long page = sysconf(_SC_PAGESIZE);
@@ -60,7 +65,9 @@ void install_fork_handlers() {
 
 }  // namespace
 
-uint32_t fork_generation() { return detail::g_fork_generation.load(std::memory_order_relaxed); }
+uint32_t fork_generation() {
+  return detail::g_fork_generation.load(std::memory_order_relaxed);
+}
 
 int PerfTaskEvent::open() {
   close();
@@ -114,7 +121,9 @@ void PerfTaskEvent::close() {
   fd_ = -1;
 }
 
-bool PerfTaskEvent::cap_user_time() const { return page_ && page_->cap_user_time; }
+bool PerfTaskEvent::cap_user_time() const {
+  return page_ && page_->cap_user_time;
+}
 
 uint64_t PerfTaskEvent::user_time_from(uint64_t running_ns, uint64_t cyc, uint64_t time_offset,
                                        uint32_t time_mult, uint16_t time_shift, bool cap_short,

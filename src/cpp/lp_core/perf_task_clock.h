@@ -48,8 +48,7 @@ class PerfTaskEvent {
 
   /// True when this event was opened in the current process (not inherited through fork()).
   bool current() const {
-    return page_ != nullptr &&
-           gen_ == detail::g_fork_generation.load(std::memory_order_relaxed);
+    return page_ != nullptr && gen_ == detail::g_fork_generation.load(std::memory_order_relaxed);
   }
 
   /// The page's sequence counter: even when stable, +2 at every kernel rewrite of the page.

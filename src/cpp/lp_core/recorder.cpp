@@ -86,8 +86,8 @@ ThreadState* Recorder::register_thread(const std::string& thread_name) {
     if (t->os_tid() == tid) found = t.get();
   }
   if (!found) {
-    threads_->push_back(std::make_unique<ThreadState>(tid, thread_name, options_.measure_cpu,
-                                                     cpu_tier_));
+    threads_->push_back(
+        std::make_unique<ThreadState>(tid, thread_name, options_.measure_cpu, cpu_tier_));
     found = threads_->back().get();
   }
   tls_cache.gen = generation_;
