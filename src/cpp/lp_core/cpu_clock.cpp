@@ -192,7 +192,7 @@ uint64_t ThreadCpuClock::anchor() {
     uint64_t tb = wall_ticks();
     std::atomic_signal_fence(std::memory_order_seq_cst);
     uint32_t l1 = ev_.lock();
-    if (l0 == l1 && !(l0 & 1)) {
+    if (l0 == l1 && !(l0 & 1) && ticks_to_ns(tb - ta) <= kAnchorMaxCallNs) {
       // The kernel sampled c somewhere inside the call: place it at the call's midpoint.
       uint64_t mid = ta + (tb - ta) / 2;
       if (l0 == anchor_lock_) {
@@ -211,7 +211,7 @@ uint64_t ThreadCpuClock::anchor() {
       return c;
     }
   }
-  anchor_lock_ = 1;  // switched out during every attempt: no anchor, c is still exact
+  anchor_lock_ = 1;  // switched out or paused during every attempt: no anchor; c is still exact
   return c;
 }
 
