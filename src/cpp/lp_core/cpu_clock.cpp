@@ -2,6 +2,7 @@
 #include "lp_core/cpu_clock.h"
 
 #include <errno.h>
+#include <sys/resource.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -75,6 +76,13 @@ void sleep_ns(long ns) {
   nanosleep(&req, nullptr);
 }
 
+// Voluntary plus involuntary context switches of the calling thread so far.
+uint64_t context_switches() {
+  rusage ru;
+  if (getrusage(RUSAGE_THREAD, &ru) != 0) return 0;
+  return uint64_t(ru.ru_nvcsw) + uint64_t(ru.ru_nivcsw);
+}
+
 // Whether the page's user-space time tracks CLOCK_THREAD_CPUTIME_ID over a 200 us spin.
 bool exact_agrees(const PerfTaskEvent& ev) {
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -105,14 +113,22 @@ CpuClockProbe run_probe(CpuClockMode mode) {
     return p;
   }
   p.cap_user_time = ev.cap_user_time();
-  // A sleep always switches the thread out and back in: the lock must move across each one.
-  p.lock_tracks_switches = true;
-  for (int i = 0; i < 3; ++i) {
+  // Across every sleep that switched the thread out (the kernel's own context-switch counts say
+  // so; a sleep whose timer expired before the thread blocked switches nothing) the lock must
+  // move. Three such sleeps are required.
+  int switched = 0;
+  bool missed = false;
+  for (int i = 0; i < 20 && switched < 3; ++i) {
     uint32_t before = ev.lock();
+    uint64_t switches = context_switches();
     sleep_ns(20'000);
-    uint32_t after = ev.lock();
-    if (after == before || (after & 1)) p.lock_tracks_switches = false;
+    bool switched_out = context_switches() != switches;
+    uint32_t after = ev.lock();  // read last: any switch counted above precedes it
+    if (!switched_out) continue;
+    ++switched;
+    if (after == before || (after & 1)) missed = true;
   }
+  p.lock_tracks_switches = switched == 3 && !missed;
   p.exact_validated = p.cap_user_time && exact_agrees(ev);
   bool want_exact = mode == CpuClockMode::kAuto || mode == CpuClockMode::kExact;
   if (want_exact && p.exact_validated) {
