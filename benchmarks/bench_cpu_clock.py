@@ -1,6 +1,6 @@
 """Cost of reading the thread's CPU time, per tier, and of a measure_cpu=True phase per tier.
 
-    python benchmarks/bench_cpu_clock.py [--json] [--rounds N]
+    python benchmarks/bench_cpu_clock.py [--json] [--rounds N] [--audit-s S]
 
 Side by side in one process, interleaved rounds, best round kept (see _timing.py):
   - raw read: one ThreadCpuClock.now_ns() in a C++ loop, per tier (exact, anchored, syscall),
@@ -9,6 +9,11 @@ Side by side in one process, interleaved rounds, best round kept (see _timing.py
     and the floor `with _core.null_phase("x"): pass` (a with on an empty C context manager).
 Ratios are to the floor. A tier this machine lacks is listed as unavailable, not measured.
 Each profiler's recorder takes the tier probed when it was made (_core.cpu_clock_reprobe).
+
+--audit-s S also spins S seconds reading an anchored clock and reports its self-audit: of the
+wall time it extrapolated without a context switch, the share the kernel did not bill to the
+thread (host pauses of the vCPU; the anchored tier's over-count of CPU time), next to the steal
+/proc/stat reported meanwhile.
 """
 
 from __future__ import annotations
@@ -45,6 +50,34 @@ def raw_read_ns(rounds: int) -> dict[str, float | None]:
     for t in TIERS:
         out[t] = best[t] if clocks[t].tier == t else None
     return out
+
+
+def _steal_ns() -> int:
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+        return int(fields[8]) * (1_000_000_000 // os.sysconf("SC_CLK_TCK"))
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def audit(seconds: float) -> dict | None:
+    """The anchored tier's self-audit over a spin of `seconds`; None where it is unavailable."""
+    clock = _core.ThreadCpuClock("anchored")
+    if clock.tier != "anchored":
+        return None
+    steal0, t0, c0 = _steal_ns(), time.perf_counter(), time.thread_time_ns()
+    while time.perf_counter() - t0 < seconds:
+        clock.now_ns()
+    wall_ns = int((time.perf_counter() - t0) * 1e9)
+    return {
+        "wall_ns": wall_ns,
+        "cpu_ns": time.thread_time_ns() - c0,
+        "audited_ns": clock.audited_ns,
+        "unbilled_ns": clock.unbilled_ns,
+        "unbilled_share": clock.unbilled_ns / clock.audited_ns if clock.audited_ns else None,
+        "slow_reads": clock.slow_reads,
+        "proc_stat_steal_ns": _steal_ns() - steal0,
+    }
 
 
 def build_cases(run_dir: Path) -> tuple[dict, list[Profiler], dict[str, str]]:
@@ -87,6 +120,7 @@ def main() -> int:
     )
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--audit-s", type=float, default=0.0, help="also run the anchored self-audit")
     args = ap.parse_args()
     probe = _core.cpu_clock_probe()
     raw = raw_read_ns(args.rounds)
@@ -97,6 +131,7 @@ def main() -> int:
         finally:
             for p in opened:
                 p.close()
+    audited = audit(args.audit_s) if args.audit_s > 0 else None
     floor = ns[FLOOR]
     ratios = {name: v / floor for name, v in ns.items()}
     info = {
@@ -116,6 +151,7 @@ def main() -> int:
                     "ns_per_call": ns,
                     "ratio": ratios,
                     "unavailable": unavailable,
+                    "anchored_audit": audited,
                 },
                 indent=2,
             )
@@ -136,6 +172,16 @@ def main() -> int:
     )
     for tier, why in unavailable.items():
         print(f"cpu clock {tier}: unavailable here ({why})")
+    if audited:
+        a = audited
+        share = a["unbilled_share"]
+        print(
+            f"\nanchored self-audit over {a['wall_ns'] / 1e9:.1f} s of spinning: "
+            f"{a['audited_ns'] / 1e6:.1f} ms extrapolated without a switch, of which "
+            f"{a['unbilled_ns'] / 1e6:.3f} ms ({'n/a' if share is None else f'{share:.3%}'}) the "
+            f"kernel did not bill; /proc/stat steal meanwhile: {a['proc_stat_steal_ns'] / 1e6:.0f} "
+            f"ms; {a['slow_reads']} system calls"
+        )
     return 0
 
 
