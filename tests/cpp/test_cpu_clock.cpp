@@ -390,3 +390,24 @@ TEST_CASE("cpu clock: the recorder bills each phase the CPU time of its probed t
   CHECK(cpu[0] >= 20'000'000 - 20 * 10'000);
   CHECK(wall[1] > 10 * cpu[1]);
 }
+
+TEST_CASE("cpu clock: an unprivileged user opens the event at perf_event_paranoid <= 2") {
+  // exclude_kernel=1 is what makes the task clock available without privileges at paranoid 2.
+  if (geteuid() != 0 || !perf_available()) return;  // needs root to drop to another user
+  int paranoid = 99;
+  std::ifstream("/proc/sys/kernel/perf_event_paranoid") >> paranoid;
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(100);
+    lp::PerfTaskEvent ev;
+    int err = ev.open();
+    if (paranoid <= 2) _exit(err == 0 ? 0 : 1);
+    _exit(err != 0 ? 0 : 2);  // paranoid >= 3: refused, and the probe falls back
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  INFO("perf_event_paranoid=" << paranoid);
+  CHECK(WEXITSTATUS(status) == 0);
+}
