@@ -83,6 +83,7 @@ struct RecorderObject {
   uint64_t serial;           // unique per recorder of the process (never reused, unlike addresses)
   lp::NameShapes* shapes;    // phase names per shape (checked when a name is first seen)
   PyObject* periodic_hook;   // strong reference, or nullptr: called after each periodic write
+  PyObject* phase_wrapper;   // strong reference, or nullptr: what installed phase() calls instead
   PyObject* weakreflist;
 };
 
@@ -558,6 +559,18 @@ PyObject* recorder_set_periodic_hook(PyObject* self, PyObject* hook) {
   Py_RETURN_NONE;
 }
 
+PyObject* recorder_set_phase_wrapper(PyObject* self, PyObject* fn) {
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  if (fn != Py_None && !PyCallable_Check(fn)) {
+    PyErr_SetString(PyExc_TypeError, "set_phase_wrapper() takes a callable or None");
+    return nullptr;
+  }
+  PyObject* next = fn == Py_None ? nullptr : fn;
+  Py_XINCREF(next);
+  Py_XSETREF(r->phase_wrapper, next);
+  Py_RETURN_NONE;
+}
+
 PyObject* recorder_mark_closed(PyObject* self, PyObject*) {
   reinterpret_cast<RecorderObject*>(self)->closed = true;
   Py_RETURN_NONE;
@@ -601,6 +614,9 @@ PyMethodDef recorder_methods[] = {
     {"set_periodic_hook", recorder_set_periodic_hook, METH_O,
      "set_periodic_hook(fn): call fn() (holding the GIL) after each periodic write of the "
      "snapshot thread; never after flush(). Once per Recorder."},
+    {"set_phase_wrapper", recorder_set_phase_wrapper, METH_O,
+     "set_phase_wrapper(fn or None): the installed accounting.phase() calls fn instead of the C "
+     "phase (annotate=/backend= need a Python-level scope). Recorder.phase itself is unchanged."},
     {"mark_closed", recorder_mark_closed, METH_NOARGS,
      "Make phase()/count() no-ops from now on."},
     {nullptr, nullptr, 0, nullptr}};
@@ -637,6 +653,7 @@ PyObject* recorder_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   self->serial = g_next_recorder_serial++;
   self->shapes = new lp::NameShapes();
   self->periodic_hook = nullptr;
+  self->phase_wrapper = nullptr;
   self->weakreflist = nullptr;
   return reinterpret_cast<PyObject*>(self);
 }
@@ -652,6 +669,7 @@ void recorder_dealloc(PyObject* self) {
   delete r->shapes;
   r->shapes = nullptr;
   Py_CLEAR(r->periodic_hook);  // the thread is joined: nothing can be calling it
+  Py_CLEAR(r->phase_wrapper);
   Py_TYPE(self)->tp_free(self);
 }
 
@@ -671,6 +689,9 @@ PyObject* installed_phase(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
   if (!g_installed) {
     Py_INCREF(g_null_scope);
     return g_null_scope;
+  }
+  if (g_installed->phase_wrapper && !g_installed->closed) {
+    return PyObject_Vectorcall(g_installed->phase_wrapper, args, size_t(nargs), kwnames);
   }
   return make_scope(g_installed, args, nargs, kwnames);
 }

@@ -7,15 +7,21 @@ with ``install=True`` (and do nothing, cheaply, when none is installed).
 from __future__ import annotations
 
 from lineprofiler import _core
+from lineprofiler.accounting.backends import Backend
 from lineprofiler.accounting.profiler import Profiler, installed_profiler
 from lineprofiler.accounting.stats import HIST_MAX_REL_ERROR, Histogram, PhaseStats
 
 phase = _core.installed_phase
 count = _core.installed_count
 current = _core.installed_current
+PhaseNameWarning = _core.PhaseNameWarning
+PhaseNameError = _core.PhaseNameError
 
 
 __all__ = [
+    "Backend",
+    "PhaseNameError",
+    "PhaseNameWarning",
     "HIST_MAX_REL_ERROR",
     "Histogram",
     "PhaseStats",

@@ -1,0 +1,144 @@
+"""on_snapshot() callbacks (periodic flush only) and deltas() (per-interval trees)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from lineprofiler.accounting import Profiler
+from lineprofiler.accounting.stats import HIST_MAX_REL_ERROR
+
+
+def _wait_for(pred, timeout_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not pred():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_callbacks_fire_on_the_periodic_flush_from_the_snapshot_thread_only(tmp_path):
+    p = Profiler(run_dir=tmp_path, enabled=True, snapshot_interval_s=0.03, sample_interval_s=None)
+    seen: list[tuple[int, int]] = []  # (thread ident, calls of "work" in the cumulative tree)
+    try:
+
+        @p.on_snapshot
+        def export(tree):
+            seen.append((threading.get_ident(), tree[("work",)].calls if ("work",) in tree else 0))
+
+        for _ in range(5):
+            with p.phase("work"):
+                time.sleep(0.001)
+        assert _wait_for(lambda: len(seen) >= 3)
+    finally:
+        p.close()
+    n_at_close = len(seen)
+    time.sleep(0.1)
+    assert len(seen) == n_at_close  # close() neither calls it nor leaves a thread that does
+    assert {ident for ident, _ in seen} - {threading.get_ident()} == {ident for ident, _ in seen}
+    assert seen[-1][1] == 5
+
+
+def test_no_periodic_flush_means_no_callback_even_at_close(tmp_path):
+    p = Profiler(run_dir=tmp_path, enabled=True, snapshot_interval_s=None, sample_interval_s=None)
+    calls = []
+    p.on_snapshot(calls.append)
+    with p.phase("x"):
+        pass
+    p.close()
+    assert calls == []
+
+
+def test_a_raising_callback_is_counted_and_skipped(tmp_path):
+    p = Profiler(run_dir=tmp_path, enabled=True, snapshot_interval_s=0.02, sample_interval_s=None)
+    good = []
+    try:
+
+        @p.on_snapshot
+        def broken(_tree):
+            raise ConnectionError("exporter lost its connection")
+
+        p.on_snapshot(lambda tree: good.append(len(tree)))
+        assert _wait_for(lambda: len(good) >= 3)
+        assert p.flush_stats()["callback_errors"] >= 3
+        assert p._rec.thread_running()
+    finally:
+        p.close()
+
+
+def test_a_callback_can_close_over_deltas_and_the_profiler_closes_cleanly(tmp_path):
+    p = Profiler(run_dir=tmp_path, enabled=True, snapshot_interval_s=0.02, sample_interval_s=None)
+    exported: list[dict] = []
+    try:
+
+        @p.on_snapshot
+        def export(_tree):
+            exported.append({"/".join(k): v.calls for k, v in p.deltas().items()})
+
+        for _ in range(20):
+            with p.phase("step"):
+                time.sleep(0.005)
+        assert _wait_for(lambda: len(exported) >= 2)
+    finally:
+        p.close()
+    # every completed entry is exported exactly once across intervals (the tail after the
+    # last periodic flush is the one that is lost, by design)
+    total = sum(d.get("step", 0) for d in exported)
+    assert 0 < total <= 20
+
+
+def test_deltas_have_their_own_cursor_and_leave_out_idle_phases(tmp_path):
+    p = Profiler(run_dir=tmp_path, enabled=True, snapshot_interval_s=None, sample_interval_s=None)
+    try:
+        for _ in range(3):
+            with p.phase("a"):
+                pass
+        first = p.deltas()
+        assert set(first) == {("a",)} and first[("a",)].calls == 3
+        with p.phase("b"):
+            p.count("items", 7)
+        p.count("root_items", 2)
+        second = p.deltas()
+        assert set(second) == {("b",), ()}  # "a" did nothing: absent, not zero
+        assert second[("b",)].counters == {"items": 7}
+        assert p.deltas() == {}
+        p.count("items_only", 1)
+        assert set(p.deltas()) == {()}
+    finally:
+        p.close()
+
+
+@pytest.mark.parametrize("measure_cpu", [True, False])
+def test_delta_histograms_are_the_intervals_own(tmp_path, measure_cpu):
+    p = Profiler(
+        run_dir=tmp_path,
+        enabled=True,
+        snapshot_interval_s=None,
+        sample_interval_s=None,
+        measure_cpu=measure_cpu,
+    )
+    try:
+        for _ in range(50):
+            with p.phase("step"):
+                pass
+        fast = p.deltas()[("step",)]
+        slow_true = []
+        for _ in range(9):
+            t0 = time.perf_counter_ns()
+            with p.phase("step"):
+                time.sleep(0.02)
+            slow_true.append(time.perf_counter_ns() - t0)
+        slow = p.deltas()[("step",)]
+    finally:
+        p.close()
+    assert fast.calls == 50 and slow.calls == 9
+    assert slow.hist.count == 9
+    # the interval's p50 is a slow entry's, not dragged down by the 50 fast ones before it
+    true_p50 = sorted(slow_true)[4]
+    assert slow.hist.quantile(0.5) <= true_p50 * (1 + HIST_MAX_REL_ERROR)
+    assert slow.hist.quantile(0.5) >= 0.02e9 * (1 - HIST_MAX_REL_ERROR)
+    assert slow.wall_ns <= sum(slow_true)
+    assert (slow.cpu_ns is None) == (not measure_cpu)
