@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 
-class Backend(str, enum.Enum):
+class Backend(enum.StrEnum):
     """The heavy profiler of a window: one at a time (they contend for the trace hook)."""
 
     TORCH = "torch"
