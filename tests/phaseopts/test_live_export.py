@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -142,3 +144,35 @@ def test_delta_histograms_are_the_intervals_own(tmp_path, measure_cpu):
     assert slow.hist.quantile(0.5) >= 0.02e9 * (1 - HIST_MAX_REL_ERROR)
     assert slow.wall_ns <= sum(slow_true)
     assert (slow.cpu_ns is None) == (not measure_cpu)
+
+
+def test_the_example_exporter_publishes_per_interval_metrics(tmp_path):
+    from tests.helpers import run_python
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "export_tensorboard.py"
+    run_dir = tmp_path / "profile"
+    proc = run_python(
+        f"import runpy, sys\n"
+        f"sys.argv = ['export_tensorboard.py', '--run-dir', {str(run_dir)!r}, '--steps', '60',"
+        f" '--interval', '0.05', '--logger', 'jsonl']\n"
+        f"runpy.run_path({str(example)!r}, run_name='__main__')\n",
+        cwd=tmp_path,
+    )
+    assert "exported" in proc.stdout
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    by_tag: dict[str, list[dict]] = {}
+    for r in rows:
+        by_tag.setdefault(r["tag"], []).append(r)
+    steps = by_tag["profile/iteration/train_step/calls"]
+    assert len(steps) >= 2  # more than one interval, each its own number
+    assert 0 < sum(r["value"] for r in steps) <= 60
+    # counters are per interval too: 32 samples per train_step entry of that interval (a
+    # snapshot taken between count() and the entry's exit sees the count one entry early)
+    samples = {r["step"]: r["value"] for r in by_tag["profile/iteration/train_step/samples"]}
+    calls = {r["step"]: r["value"] for r in steps}
+    assert all(abs(samples.get(s, 0) - 32 * calls[s]) <= 32 for s in calls)
+    assert abs(sum(samples.values()) - 32 * sum(calls.values())) <= 32
+    # the sleeping phase waits, the spinning one does not (wall, not self)
+    waits = [r["value"] for r in by_tag["profile/iteration/load_batch/wait"]]
+    spins = [r["value"] for r in by_tag["profile/iteration/train_step/wait"]]
+    assert min(waits) > 0.5 and max(spins) < 0.5
