@@ -176,3 +176,50 @@ def test_the_example_exporter_publishes_per_interval_metrics(tmp_path):
     waits = [r["value"] for r in by_tag["profile/iteration/load_batch/wait"]]
     spins = [r["value"] for r in by_tag["profile/iteration/train_step/wait"]]
     assert min(waits) > 0.5 and max(spins) < 0.5
+
+
+def test_a_callback_may_close_the_profiler(tmp_path):
+    p = Profiler(run_dir=tmp_path, enabled=True, snapshot_interval_s=0.02, sample_interval_s=None)
+    calls = []
+
+    @p.on_snapshot
+    def stop_after_two(_tree):
+        calls.append(1)
+        if len(calls) == 2:
+            p.close()
+
+    assert _wait_for(lambda: p.closed)
+    time.sleep(0.1)
+    assert len(calls) == 2
+    p.close()
+
+
+@pytest.mark.slow
+def test_exiting_with_callbacks_registered_and_running_is_clean(tmp_path):
+    from tests.helpers import run_python
+
+    proc = run_python(
+        f"""
+        import time
+        from lineprofiler.accounting import Profiler
+        p = Profiler(run_dir={str(tmp_path / "profile")!r}, enabled=True,
+                     snapshot_interval_s=0.01, sample_interval_s=None)
+        started = []
+
+        @p.on_snapshot
+        def slow(_tree):
+            started.append(1)
+            time.sleep(0.2)  # still inside the callback when the main thread finishes
+            p.deltas()
+
+        while not started:
+            time.sleep(0.001)
+        print("leaving without close()")
+        """,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert "leaving" in proc.stdout
+    assert proc.stderr == "" or "Traceback" not in proc.stderr
+    (worker,) = (tmp_path / "profile").glob("workers/*/w_*.json")
+    assert json.loads(worker.read_text())["final"] is True  # atexit closed it after the thread
