@@ -125,3 +125,30 @@ def test_worker_file_carries_scaled_values_and_the_sample_every_key(tmp_path):
     assert rec[("iteration", "mcts")]["sample_every"] == 10
     assert rec[("iteration", "mcts")]["calls"] == 50
     assert rec[("iteration", "mcts")]["counters"] == {"sims": 3200}
+
+
+def test_merged_tree_and_deltas_keep_the_estimate_marker(profiler):
+    for _ in range(20):
+        with profiler.phase("hot", sample=0.1):
+            pass
+        with profiler.phase("cold"):
+            pass
+    tree = profiler.merged_tree()
+    assert tree[("hot",)].estimated and tree[("hot",)].sample_every == 10
+    assert not tree[("cold",)].estimated
+    merged = tree[("cold",)]
+    merged.add(tree[("hot",)])  # a sampled phase merged into a measured one: estimated
+    assert merged.estimated
+    assert profiler.deltas()[("hot",)].sample_every == 10
+
+
+def test_a_scope_object_entered_again_after_a_skip_does_not_stick(profiler):
+    scope = profiler.phase("reused", sample=0.5)
+    for _ in range(4):
+        with scope:
+            pass
+        with profiler.phase("after"):
+            pass
+    rec = _records(profiler)
+    assert rec[("reused",)]["calls"] == 4
+    assert rec[("after",)]["calls"] == 4

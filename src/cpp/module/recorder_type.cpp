@@ -249,7 +249,9 @@ PyObject* scope_enter(PyObject* self, PyObject*) {
   ScopeObject* s = reinterpret_cast<ScopeObject*>(self);
   if (!s->rec->closed) {
     lp::ThreadState* ts = thread_state(s->rec);
-    if (ts->enter(s->name_id, self, s->sample_every)) {
+    if (!ts->enter(s->name_id, self, s->sample_every)) {
+      s->flags &= ~kScopeRecorded;
+    } else {
       s->flags |= kScopeRecorded;
       if (s->flags & kScopeSync) {  // drain what earlier phases queued, unbilled to this one
         cuda_sync_now();
@@ -266,7 +268,6 @@ PyObject* scope_exit(PyObject* self, PyObject* const*, Py_ssize_t) {
   lp::ThreadState* ts = s->rec->worker->recorder().thread_state();
   if (!ts) Py_RETURN_NONE;
   if (s->flags & kScopeRecorded) {
-    s->flags &= ~kScopeRecorded;
     if (s->flags & kScopeSync) cuda_sync_now();
     ts->exit(self);
   } else {

@@ -75,6 +75,7 @@ def phase_delta(now: PhaseStats, before: PhaseStats | None) -> PhaseStats | None
             open=now.open,
             hist=now.hist.minus(_EMPTY.hist),
             counters={k: v for k, v in now.counters.items() if v != 0},
+            sample_every=now.sample_every,
         )
     calls = now.calls - before.calls
     counters = {}
@@ -94,6 +95,7 @@ def phase_delta(now: PhaseStats, before: PhaseStats | None) -> PhaseStats | None
         open=now.open,
         hist=now.hist.minus(before.hist),
         counters=counters,
+        sample_every=now.sample_every,
     )
 
 

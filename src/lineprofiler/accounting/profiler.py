@@ -115,6 +115,7 @@ class Profiler:
         self._annotator: torch_support.Annotator | None = None
         self._snapshot_callbacks = SnapshotCallbacks()
         self._delta_cursor = DeltaCursor()
+        self._hook_set = False
         self._snapshot_interval_ns = _interval_ns(snapshot_interval_s, "snapshot_interval_s")
         _interval_ns(sample_interval_s, "sample_interval_s")
         self._closed = False
@@ -234,14 +235,10 @@ class Profiler:
         """
         if self._rec is None or self._closed:
             return callback
-        cbs = self._snapshot_callbacks
-        if not cbs.callbacks:
-            cbs.callbacks.append(callback)
-            if not getattr(self, "_hook_set", False):
-                self._rec.set_periodic_hook(cbs.dispatcher(self.merged_tree))
-                self._hook_set = True
-        else:
-            cbs.callbacks.append(callback)
+        self._snapshot_callbacks.callbacks.append(callback)
+        if not self._hook_set:
+            self._rec.set_periodic_hook(self._snapshot_callbacks.dispatcher(self.merged_tree))
+            self._hook_set = True
         return callback
 
     def deltas(self) -> dict[tuple[str, ...], PhaseStats]:
