@@ -1,6 +1,9 @@
 // tests/cpp/test_sampled.cpp: sampled entries (stride, subtree skipping, scaling) and name shapes.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "lp_core/name_shapes.h"
 #include "lp_core/names.h"
 #include "lp_core/recorder.h"
@@ -123,4 +126,44 @@ TEST_CASE("NameShapes counts distinct names per shape and warns once at 128") {
   lp::ShapeVerdict plain = shapes.note(lp::NameTable::instance().intern("ns_mcts"), "ns_mcts");
   CHECK(plain.ordinal == 1);
   CHECK(plain.shape.empty());
+}
+
+TEST_CASE("snapshots read sampled scales race-free while the owner records") {
+  lp::Recorder rec(lp::RecorderOptions{true});
+  uint32_t a = lp::NameTable::instance().intern("race_sampled");
+  uint32_t b = lp::NameTable::instance().intern("race_child");
+  uint32_t c = lp::NameTable::instance().intern("race_counter");
+  std::atomic<bool> done{false};
+  std::thread owner([&] {
+    lp::ThreadState* ts = rec.register_thread("owner");
+    int ta, tb;
+    for (int i = 0; i < 20000; ++i) {
+      if (ts->enter(a, &ta, 7)) {
+        ts->count(c, 1);
+        if (ts->enter(b, &tb)) ts->exit(&tb);
+        ts->exit(&ta);
+      } else {
+        ts->exit_skipped(&ta);
+      }
+    }
+    done = true;
+  });
+  uint64_t last_calls = 0;
+  while (!done) {
+    for (const auto& t : rec.snapshot()) {
+      for (const auto& n : t.nodes) {
+        if (n.name_id == a) {
+          CHECK(n.calls >= last_calls);
+          last_calls = n.calls;
+        }
+      }
+    }
+  }
+  owner.join();
+  auto snap = rec.snapshot();
+  REQUIRE(snap.size() == 1);
+  const lp::NodeSnapshot* na = find(snap[0], lp::kRootNode, a);
+  REQUIRE(na);
+  CHECK(na->calls == 7 * ((20000 + 6) / 7));
+  CHECK(na->counters[0].second == int64_t(na->calls));
 }
