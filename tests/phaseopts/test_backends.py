@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.helpers import run_python
 
 from lineprofiler.accounting import Backend, Profiler
+from tests.helpers import run_python
 
 pytestmark = pytest.mark.slow
 

@@ -723,6 +723,8 @@ PyObject* get_installed(PyObject*, PyObject*) {
   return r;
 }
 
+PyObject* bench_noop(PyObject*, PyObject* const*, Py_ssize_t) { Py_RETURN_NONE; }
+
 PyObject* set_sync_resolver(PyObject*, PyObject* arg) {
   if (arg != Py_None && !PyCallable_Check(arg)) {
     PyErr_SetString(PyExc_TypeError, "set_sync_resolver() takes a callable or None");
@@ -744,6 +746,8 @@ PyObject* name_shape_py(PyObject*, PyObject* arg) {
 }
 
 PyMethodDef module_functions[] = {
+    {"bench_noop", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(bench_noop)),
+     METH_FASTCALL, "Does nothing: the benchmarks' floor for a C call (e.g. with two arguments)."},
     {"set_sync_resolver", set_sync_resolver, METH_O,
      "set_sync_resolver(fn or None): fn() gives phase(sync=True) its sync function: a callable, "
      "None (ask again next time) or False (never). Resets the cached answer."},

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from lineprofiler import _core
 from lineprofiler.accounting.backends import Backend
+from lineprofiler.accounting.merge import RunError, merge_run
+from lineprofiler.accounting.model import MergedRun
 from lineprofiler.accounting.profiler import Profiler, installed_profiler
 from lineprofiler.accounting.stats import HIST_MAX_REL_ERROR, Histogram, PhaseStats
 
@@ -20,14 +22,17 @@ PhaseNameError = _core.PhaseNameError
 
 __all__ = [
     "Backend",
-    "PhaseNameError",
-    "PhaseNameWarning",
     "HIST_MAX_REL_ERROR",
     "Histogram",
+    "MergedRun",
+    "PhaseNameError",
+    "PhaseNameWarning",
     "PhaseStats",
     "Profiler",
+    "RunError",
     "count",
     "current",
     "installed_profiler",
+    "merge_run",
     "phase",
 ]
