@@ -155,3 +155,21 @@ def test_a_scope_object_entered_again_after_a_skip_does_not_stick(profiler):
     rec = _records(profiler)
     assert rec[("reused",)]["calls"] == 4
     assert rec[("after",)]["calls"] == 4
+
+
+def test_the_report_marks_a_sampled_phase_estimated_and_names_its_rate(tmp_path):
+    from lineprofiler.accounting import merge_run
+    from lineprofiler.render.text import render_text
+
+    p = Profiler(run_dir=tmp_path, enabled=True, snapshot_interval_s=None, sample_interval_s=None)
+    for _ in range(300):
+        with p.phase("iteration"):
+            with p.phase("uct_search", sample=0.01):
+                _spin(20_000)
+            _spin(5_000)
+    p.close()
+    run = merge_run(tmp_path, with_samples=False)
+    assert run.tree[("iteration", "uct_search")].estimated
+    assert not run.tree[("iteration",)].estimated
+    text = render_text(run)
+    assert "~" in text and "1 entry in 100" in text
