@@ -7,7 +7,16 @@ import pytest
 from lineprofiler.accounting import RunError, merge_run
 from lineprofiler.accounting.stats import HIST_MAX_REL_ERROR
 from tests.helpers import run_python
-from tests.report.synth import MS, RUN_ID, T0, Ph, golden_run, worker_doc, write_worker
+from tests.report.synth import (
+    MS,
+    RUN_ID,
+    T0,
+    Ph,
+    child_env,
+    golden_run,
+    worker_doc,
+    write_worker,
+)
 
 
 def test_golden_run_sums_over_processes(tmp_path):
@@ -180,7 +189,7 @@ def test_real_processes_are_merged(tmp_path):
                 time.sleep(0.001)
         p.close()
     """
-    env = {"PYTHONPATH": _src_path()}
+    env = child_env()
     run_python(code, cwd=tmp_path, args=["actor", "5"], env=env)
     run_python(code, cwd=tmp_path, args=["learner", "7"], env=env)
     run = merge_run(tmp_path / "run", with_samples=False)
@@ -193,11 +202,3 @@ def test_real_processes_are_merged(tmp_path):
     assert run.unreadable == []
     latest = max(w.written_at for w in run.workers)
     assert all(latest - w.written_at < 300 for w in run.workers)
-
-
-def _src_path() -> str:
-    import os
-
-    import lineprofiler
-
-    return os.path.dirname(os.path.dirname(lineprofiler.__file__))

@@ -104,9 +104,10 @@ def _load(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise _Bad("not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        if exc.pos >= len(data.rstrip()) - 1:
+        # A file cut short (a torn copy, a full disk) fails at its end, or inside a last string.
+        if exc.pos >= len(data.rstrip()) - 1 or exc.msg.startswith("Unterminated string"):
             raise _Bad(f"truncated (the JSON stops at byte {len(data)})") from None
-        raise _Bad(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        raise _Bad(f"not JSON ({exc.msg}: line {exc.lineno}, column {exc.colno})") from None
     except RecursionError:
         raise _Bad("not a worker file (nested too deeply)") from None
     if not isinstance(doc, dict):

@@ -65,7 +65,9 @@ def header_block(view: RunView) -> list[str]:
     ]
     wall, cpu = clock_summary(run)
     walls = ", ".join(_tally(wall, len(run.workers)))
-    cpus = _tally({("not measured" if k is None else k): v for k, v in cpu.items()}, len(run.workers))
+    cpus = _tally(
+        {("not measured" if k is None else k): v for k, v in cpu.items()}, len(run.workers)
+    )
     clock = f"Clocks wall {walls or NA}, cpu {', '.join(cpus)}"
     if None in cpu:
         clock += " (wait n/a where not measured)"
@@ -161,7 +163,7 @@ def straggler_lines(rv: RoleView) -> list[str]:
     w = _name_width(["/".join(s.path) for s in rv.stragglers])
     lw = max([22] + [len(x) + 2 for x in labels])
     out = [f"{'SLOWEST PROCESS':<{w}}{'':>{lw}}{'time':>10}{'median':>10}{'ratio':>8}"]
-    for s, label in zip(rv.stragglers, labels):
+    for s, label in zip(rv.stragglers, labels, strict=True):
         out.append(
             f"{'/'.join(s.path):<{w}}{label:>{lw}}{fmt_duration(s.slowest.time_ns):>10}"
             f"{fmt_duration(s.median_ns):>10}{fmt_ratio(s.ratio):>8}"
@@ -176,6 +178,7 @@ def legend_block(view: RunView) -> list[str]:
         "the mean of the role's per-process busy time; ratio is the slowest process's time in "
         "the phase over the median process's.",
         WRAP,
+        break_on_hyphens=False,
     )
 
 
@@ -184,7 +187,14 @@ def caveats_block(view: RunView) -> list[str]:
     if not view.run.caveats:
         return out + ["  none: every worker file was read, and none is stale"]
     for c in view.run.caveats:
-        out += textwrap.wrap(c.message, WRAP, initial_indent="- ", subsequent_indent="  ")
+        out += textwrap.wrap(
+            c.message,
+            WRAP,
+            initial_indent="- ",
+            subsequent_indent="  ",
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
     return out
 
 
