@@ -261,3 +261,39 @@ def test_bad_arguments_exit_2(tmp_path):
     assert cli(tmp_path, "report", d, "--top", "-1").returncode == 2
     proc = cli(tmp_path, "report", d, "--attempt", "nope")
     assert proc.returncode == 2 and "no attempt 'nope'" in proc.stderr
+
+
+def test_json_keys_are_stable(tmp_path):
+    """docs/report-json.md documents these keys: renaming one must fail here first."""
+    doc = json.loads(cli(tmp_path, "report", golden_run(tmp_path / "run"), "--json").stdout)
+    assert list(doc) == [
+        "format", "schema_version", "run", "roles", "workers", "unreadable", "caveats",
+    ]  # fmt: skip
+    assert list(doc["run"]) == [
+        "dir", "run_id", "start_time", "end_time", "runtime_ns", "processes", "roles", "hosts",
+        "nodes", "clocks", "own_write_bytes", "with_samples", "superseded",
+    ]  # fmt: skip
+    role = doc["roles"][0]
+    assert list(role) == [
+        "role", "processes", "imbalance", "busy_ns", "top_level_ns", "phases", "dominant",
+        "iterations", "stragglers",
+    ]  # fmt: skip
+    assert list(role["phases"][0]) == [
+        "path", "name", "depth", "thread", "processes", "calls", "open", "time_ns", "wall_ns",
+        "open_ns", "self_ns", "cpu_ns", "wait_ns", "wait_fraction", "share", "mean_ns",
+        "p50_ns", "p95_ns", "p99_ns", "estimated", "sample_every", "counters", "io",
+    ]  # fmt: skip
+    mcts = _phase_by_name(role, "iteration/self_play/mcts")
+    assert list(mcts["counters"][0]) == ["name", "count", "rate_per_s", "time_per_each_ns"]
+    assert list(role["stragglers"][0]) == [
+        "path", "name", "slowest", "median_ns", "ratio", "processes",
+    ]  # fmt: skip
+    assert list(doc["workers"][0]) == [
+        "path", "role", "host", "pid", "rank", "local_rank", "job_id", "run_id", "uuid",
+        "start_time", "written_at", "final", "snapshot_seq", "stale_s", "flush_errors",
+        "last_flush_error", "recorded_nothing", "busy_ns", "threads", "thread_names", "clock",
+        "own_write_bytes", "folded_entries", "depth_overflow",
+    ]  # fmt: skip
+    docs = (Path(__file__).parents[2] / "docs" / "report-json.md").read_text()
+    for key in [*doc["run"], *role, *role["phases"][0], *doc["workers"][0]]:
+        assert f'"{key}"' in docs, f"{key} is not documented in docs/report-json.md"
