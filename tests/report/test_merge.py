@@ -202,3 +202,23 @@ def test_real_processes_are_merged(tmp_path):
     assert run.unreadable == []
     latest = max(w.written_at for w in run.workers)
     assert all(latest - w.written_at < 300 for w in run.workers)
+
+
+def test_no_samples_never_calls_the_sample_readers(tmp_path, monkeypatch):
+    from lineprofiler.accounting import merge as merge_mod
+
+    calls: list[tuple[str, str]] = []
+    monkeypatch.setattr(
+        merge_mod,
+        "SAMPLE_READERS",
+        [lambda run, w, doc, path: calls.append((w.run_id, path.name))],
+    )
+    monkeypatch.setattr(merge_mod, "SAMPLE_FINISHERS", [lambda run: calls.append(("finish", ""))])
+    d = tmp_path / "run"
+    write_worker(d, worker_doc(role="a", pid=1, run_id="20261201T0000-000000", start_time=T0 - 9))
+    write_worker(d, worker_doc(role="a", pid=2, threads=[Ph(("x",), [MS])]))
+    merge_run(d, with_samples=False)
+    assert calls == []
+    merge_run(d)
+    # only the reported attempt's workers, then the finisher once
+    assert calls == [(RUN_ID, f"w_{RUN_ID}_2_00000002.json"), ("finish", "")]

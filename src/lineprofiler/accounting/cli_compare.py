@@ -7,9 +7,8 @@ reported; a run with unreadable workers still compares, and its caveats are prin
 from __future__ import annotations
 
 import argparse
-import sys
 
-from lineprofiler.accounting.cli_report import fail, internal_error
+from lineprofiler.accounting.cli_report import emit, fail, internal_error
 from lineprofiler.accounting.merge import RunError, merge_run
 from lineprofiler.render.compare import DEFAULT_COMPARE_TOP
 
@@ -48,6 +47,4 @@ def main(args: argparse.Namespace) -> int:
         return fail("compare", str(exc))
     except Exception as exc:  # never a traceback on a user's terminal
         return internal_error("compare", exc)
-    sys.stdout.write(out)
-    sys.stdout.flush()
-    return 0
+    return emit(out)

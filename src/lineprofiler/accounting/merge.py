@@ -39,7 +39,8 @@ STALE_MIN_S = 60.0
 STALE_INTERVALS = 3.0
 
 # Readers of resource samples, called per worker only when with_samples=True:
-#   reader(run, worker, doc, file_path) -> None    (put results under run.resources)
+#   reader(run, worker, doc, file_path) -> None    (put results under run.resources; doc is the
+#   worker file without its "threads", which the merge has already reduced)
 # and finishers, called once after every worker was read: finisher(run) -> None.
 SAMPLE_READERS: list[Callable[[MergedRun, Worker, Mapping[str, Any], Path], None]] = []
 SAMPLE_FINISHERS: list[Callable[[MergedRun], None]] = []
@@ -336,7 +337,9 @@ def merge_run(
                 continue
             workers.setdefault(w.run_id or run_id, []).append(w)
             if with_samples and SAMPLE_READERS:
-                samples_of[id(w)] = (doc, f)  # read below, once the attempt is chosen
+                # read below, once the attempt is chosen; keep the small keys, not the phases
+                slim = {k: v for k, v in doc.items() if k != "threads"}
+                samples_of[id(w)] = (slim, f)
             del doc
 
     chosen = attempt if attempt is not None else _newest(workers, unreadable)
