@@ -222,3 +222,14 @@ def test_no_samples_never_calls_the_sample_readers(tmp_path, monkeypatch):
     merge_run(d)
     # only the reported attempt's workers, then the finisher once
     assert calls == [(RUN_ID, f"w_{RUN_ID}_2_00000002.json"), ("finish", "")]
+
+
+def test_open_entries_and_live_run_are_caveats(tmp_path):
+    d = tmp_path / "run"
+    phases = [Ph(("train",), [MS], open=1, open_ns=5 * MS), Ph(("train", "step"), [MS])]
+    write_worker(d, worker_doc(role="a", pid=1, threads=phases, final=False))
+    run = merge_run(d)
+    assert run.tree[("train",)].time_ns == 6 * MS  # the open entry's time so far counts
+    assert run.tree[("train",)].wall_ns == MS  # but not as a completed entry
+    kinds = {c.kind: c for c in run.caveats}
+    assert "live" in kinds and kinds["open_entries"].message.startswith("1 phase entries")

@@ -523,13 +523,24 @@ def _caveats(run: MergedRun) -> list[Caveat]:
                 "is not merged; this report is the newest attempt",
             )
         )
-    unclosed = [w for w in run.workers if not w.final and w.stale_s is None]
-    if unclosed and len(unclosed) == len(run.workers):
+    if run.workers and not any(w.final for w in run.workers):
         out.append(
             Caveat(
                 "live",
                 "no worker has closed: the run is live or was killed; numbers stop at each "
                 "worker's last write",
+            )
+        )
+    still_open = [w for w in run.workers if any(s.open for s in w.tree.values())]
+    if still_open:
+        entries = sum(s.open for w in still_open for s in w.tree.values() if not s.thread_node)
+        out.append(
+            Caveat(
+                "open_entries",
+                f"{entries:,} phase entries in {len(still_open)} worker(s) were still open at "
+                "their last write: their time so far is counted, their wait and percentiles "
+                "are not",
+                [w.path for w in still_open],
             )
         )
     return out
