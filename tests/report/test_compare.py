@@ -84,3 +84,20 @@ def test_compare_bad_input_exits_2(tmp_path):
     (tmp_path / "empty").mkdir()
     proc = cli(tmp_path, "compare", tmp_path / "empty", a)
     assert proc.returncode == 2 and proc.stderr.startswith("lineprofiler compare: error:")
+
+
+def test_golden_compare_text(tmp_path):
+    import os
+    from pathlib import Path
+
+    from tests.report.synth import golden_run
+
+    golden_run(tmp_path / "a")
+    b = _run(tmp_path / "b", 3, 7, 9000, extra=[Ph(("iteration", "replay"), dist=[(MS, 100)])])
+    write_worker(b, worker_doc(role="evaluator", pid=9, threads=[Ph(("eval",), [MS])]))
+    proc = cli(tmp_path, "compare", "a", "b")
+    assert proc.returncode == 0, proc.stderr
+    path = Path(__file__).parent / "golden" / "compare.txt"
+    if os.environ.get("LP_UPDATE_GOLDEN"):
+        path.write_text(proc.stdout)
+    assert proc.stdout == path.read_text()
