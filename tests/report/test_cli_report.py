@@ -141,6 +141,10 @@ def test_json_agrees_with_text(tmp_path):
     actor = doc["roles"][0]
     assert actor["stragglers"][0]["slowest"]["rank"] == 4
     assert actor["stragglers"][0]["slowest"]["host"] == "node08"
+    # node08 holds ranks 3 and 4 (9 ms and 10 ms actors): its mean is the slowest node's
+    hosts = actor["stragglers"][0]["hosts"]
+    assert [h["host"] for h in hosts] == ["node08", "node07"]
+    assert hosts[0]["mean_ns"] == ((95 * 9 + 5 * 18) * MS + (95 * 10 + 5 * 20) * MS) // 2
     keys = [(w["role"], w["host"], w["rank"]) for w in doc["workers"]]
     assert keys == sorted(keys) and len(keys) == 5
     assert doc["caveats"] == []
@@ -286,7 +290,7 @@ def test_json_keys_are_stable(tmp_path):
     mcts = _phase_by_name(role, "iteration/self_play/mcts")
     assert list(mcts["counters"][0]) == ["name", "count", "rate_per_s", "time_per_each_ns"]
     assert list(role["stragglers"][0]) == [
-        "path", "name", "slowest", "median_ns", "ratio", "processes",
+        "path", "name", "slowest", "median_ns", "ratio", "processes", "hosts",
     ]  # fmt: skip
     assert list(doc["workers"][0]) == [
         "path", "role", "host", "pid", "rank", "local_rank", "job_id", "run_id", "uuid",

@@ -94,6 +94,7 @@ def straggler_doc(s: Straggler) -> dict[str, Any]:
         "median_ns": _ns(s.median_ns),
         "ratio": _frac(s.ratio),
         "processes": [{**worker_ref(t.worker), "time_ns": t.time_ns} for t in s.times],
+        "hosts": [{"host": h, "processes": n, "mean_ns": _ns(mean)} for h, n, mean in s.by_host()],
     }
 
 
