@@ -39,7 +39,8 @@ STALE_MIN_S = 60.0
 STALE_INTERVALS = 3.0
 
 # Readers of resource samples, called per worker only when with_samples=True:
-#   reader(run, worker, doc, file_path) -> None    (put results under run.resources)
+#   reader(run, worker, doc, file_path) -> None    (put results under run.resources; doc is the
+#   worker file without its "threads", which the merge has already reduced)
 # and finishers, called once after every worker was read: finisher(run) -> None.
 SAMPLE_READERS: list[Callable[[MergedRun, Worker, Mapping[str, Any], Path], None]] = []
 SAMPLE_FINISHERS: list[Callable[[MergedRun], None]] = []
@@ -104,9 +105,10 @@ def _load(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise _Bad("not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        if exc.pos >= len(data.rstrip()) - 1:
+        # A file cut short (a torn copy, a full disk) fails at its end, or inside a last string.
+        if exc.pos >= len(data.rstrip()) - 1 or exc.msg.startswith("Unterminated string"):
             raise _Bad(f"truncated (the JSON stops at byte {len(data)})") from None
-        raise _Bad(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        raise _Bad(f"not JSON ({exc.msg}: line {exc.lineno}, column {exc.colno})") from None
     except RecursionError:
         raise _Bad("not a worker file (nested too deeply)") from None
     if not isinstance(doc, dict):
@@ -335,7 +337,9 @@ def merge_run(
                 continue
             workers.setdefault(w.run_id or run_id, []).append(w)
             if with_samples and SAMPLE_READERS:
-                samples_of[id(w)] = (doc, f)  # read below, once the attempt is chosen
+                # read below, once the attempt is chosen; keep the small keys, not the phases
+                slim = {k: v for k, v in doc.items() if k != "threads"}
+                samples_of[id(w)] = (slim, f)
             del doc
 
     chosen = attempt if attempt is not None else _newest(workers, unreadable)
@@ -519,13 +523,24 @@ def _caveats(run: MergedRun) -> list[Caveat]:
                 "is not merged; this report is the newest attempt",
             )
         )
-    unclosed = [w for w in run.workers if not w.final and w.stale_s is None]
-    if unclosed and len(unclosed) == len(run.workers):
+    if run.workers and not any(w.final for w in run.workers):
         out.append(
             Caveat(
                 "live",
                 "no worker has closed: the run is live or was killed; numbers stop at each "
                 "worker's last write",
+            )
+        )
+    still_open = [w for w in run.workers if any(s.open for s in w.tree.values())]
+    if still_open:
+        entries = sum(s.open for w in still_open for s in w.tree.values() if not s.thread_node)
+        out.append(
+            Caveat(
+                "open_entries",
+                f"{entries:,} phase entries in {len(still_open)} worker(s) were still open at "
+                "their last write: their time so far is counted, their wait and percentiles "
+                "are not",
+                [w.path for w in still_open],
             )
         )
     return out
