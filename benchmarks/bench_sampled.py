@@ -89,8 +89,8 @@ def measure(rounds: int, loops: int) -> list[dict]:
     return [
         {
             "row": name,
-            "ns_per_call": best[name] - empty,
-            "ratio_to_floor": (best[name] - empty) / floor,
+            "ns_per_call": round(best[name] - empty, 1),
+            "ratio_to_floor": round((best[name] - empty) / floor, 3),
         }
         for name, _ in rows
     ]
