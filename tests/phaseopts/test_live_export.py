@@ -225,3 +225,34 @@ def test_exiting_with_callbacks_registered_and_running_is_clean(tmp_path):
     assert proc.stderr == "" or "Traceback" not in proc.stderr
     (worker,) = (tmp_path / "profile").glob("workers/*/w_*.json")
     assert json.loads(worker.read_text())["final"] is True  # atexit closed it after the thread
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_starts_its_deltas_from_its_own_empty_tree(tmp_path):
+    from tests.helpers import run_python
+
+    proc = run_python(
+        f"""
+        import os
+        from lineprofiler.accounting import Profiler
+        p = Profiler(run_dir={str(tmp_path / "profile")!r}, enabled=True,
+                     snapshot_interval_s=None, sample_interval_s=None)
+        for _ in range(50):
+            with p.phase("a"):
+                pass
+        p.deltas()
+        pid = os.fork()
+        if pid == 0:
+            p._rec.reset_after_fork(str(p.worker_path) + ".child", "{{}}")
+            for _ in range(3):
+                with p.phase("a"):
+                    pass
+            d = p.deltas()
+            print("child", d[("a",)].calls if ("a",) in d else None, flush=True)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        p.close()
+        """,
+        cwd=tmp_path,
+    )
+    assert "child 3" in proc.stdout

@@ -8,6 +8,7 @@ activity in the interval left out, histograms differenced so quantiles are the i
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections.abc import Callable
@@ -108,10 +109,14 @@ class DeltaCursor:
     def __init__(self) -> None:
         self._last: Tree = {}
         self._lock = threading.Lock()
+        self._pid = os.getpid()
 
     def advance(self, tree: Tree) -> Tree:
         """The activity between the previous call's tree and ``tree``; moves the cursor."""
         with self._lock:
+            if os.getpid() != self._pid:  # a forked child starts from an empty tree
+                self._pid = os.getpid()
+                self._last = {}
             out: Tree = {}
             for path, stats in tree.items():
                 d = phase_delta(stats, self._last.get(path))
