@@ -34,14 +34,13 @@ def test_callbacks_fire_on_the_periodic_flush_from_the_snapshot_thread_only(tmp_
         for _ in range(5):
             with p.phase("work"):
                 time.sleep(0.001)
-        assert _wait_for(lambda: len(seen) >= 3)
+        assert _wait_for(lambda: len(seen) >= 2 and seen[-1][1] == 5)
     finally:
         p.close()
     n_at_close = len(seen)
     time.sleep(0.1)
     assert len(seen) == n_at_close  # close() neither calls it nor leaves a thread that does
-    assert {ident for ident, _ in seen} - {threading.get_ident()} == {ident for ident, _ in seen}
-    assert seen[-1][1] == 5
+    assert threading.get_ident() not in {ident for ident, _ in seen}
 
 
 def test_no_periodic_flush_means_no_callback_even_at_close(tmp_path):
