@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 from lineprofiler import _core, accounting
-from lineprofiler.accounting import PhaseNameError, PhaseNameWarning, Profiler
+from lineprofiler.accounting import PhaseNameError, PhaseNameWarning, Profiler, merge_run
 
 SPEC_MESSAGE = (
     "128 distinct phase names share the shape 'episode_#' (most recently 'episode_127').\n"
@@ -112,6 +112,9 @@ def test_the_tree_folds_at_4096_paths_and_counts_what_folded(tmp_path):
     folded = next(r for r in thread["phases"] if r["path"] == ["(folded)"])
     assert folded["calls"] == 5000 - 4095
     assert thread["folded_entries"] == 5000 - 4095
+    # and the report says where the rest went
+    caveats = {c.kind: c.message for c in merge_run(tmp_path, with_samples=False).caveats}
+    assert "905 phase entries" in caveats["folded"]
 
 
 def _doc(tmp_path) -> dict:
