@@ -384,7 +384,11 @@ class _WrappedScope:
         if window is not None and name == owner.window_phase and not owner._closed:
             window.on_entry()
         annotator = owner._annotator
-        if annotator is not None and (owner.annotate or (window is not None and window.running)):
+        if (
+            annotator is not None
+            and not owner._closed
+            and (owner.annotate or (window is not None and window.running))
+        ):
             self._annotation = annotator.enter(name)
             self._annotated = True
         self._inner.__enter__()
