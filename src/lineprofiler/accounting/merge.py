@@ -315,7 +315,8 @@ def merge_run(
     root = Path(os.fspath(run_dir))
     files = _check_run_dir(root)
 
-    # Group by attempt from the file names first (cheap), so only the chosen attempt is parsed.
+    # Group by attempt from the file names (w_<run_id>_<pid>_<uuid8>.json); every file is parsed,
+    # since an attempt's start (which picks the newest) is its workers' earliest start.
     by_attempt: dict[str, list[Path]] = {}
     for f in files:
         by_attempt.setdefault(_run_id_from_name(f.name) or "", []).append(f)
@@ -342,7 +343,7 @@ def merge_run(
                 samples_of[id(w)] = (slim, f)
             del doc
 
-    chosen = attempt if attempt is not None else _newest(workers, unreadable)
+    chosen = attempt if attempt is not None else _newest(workers)
     if chosen is None or not workers.get(chosen):
         bad = [u for us in unreadable.values() for u in us]
         detail = "; ".join(f"{u.path}: {u.reason}" for u in bad[:5])
@@ -396,9 +397,8 @@ def merge_run(
     return run
 
 
-def _newest(
-    workers: dict[str, list[Worker]], unreadable: dict[str, list[Unreadable]]
-) -> str | None:
+def _newest(workers: dict[str, list[Worker]]) -> str | None:
+    """The attempt whose earliest worker started last."""
     best: tuple[float, str] | None = None
     for run_id, ws in workers.items():
         if not ws:
