@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from lineprofiler.accounting.model import (
     Unreadable,
     Worker,
 )
+from lineprofiler.render.units import fmt_duration, fmt_utc
 
 SCHEMA_VERSION = 1
 WORKER_FORMAT = "lineprofiler-worker"
@@ -36,6 +38,7 @@ _MAX_NS = 2**63 - 1  # ~292 years: any count or time above is corrupt
 # A worker not yet closed is stale when its last write is this much older than the run's newest
 # file: STALE_MIN_S, or STALE_INTERVALS snapshot intervals if that is longer.
 STALE_MIN_S = 60.0
+_FUTURE_SLACK_S = 86400.0  # clock skew between the nodes and the machine reading the run
 STALE_INTERVALS = 3.0
 
 # Readers of resource samples, called per worker only when with_samples=True:
@@ -216,6 +219,9 @@ def _worker(doc: dict[str, Any], rel: str) -> Worker:
     written_at = _num(doc.get("written_at"), "written_at")
     if written_at + 1.0 < start_time:
         raise _Bad(f"written_at {written_at} is before the process started ({start_time})")
+    if written_at > time.time() + _FUTURE_SLACK_S:
+        # one such file would make every other worker look stale
+        raise _Bad(f"written_at {written_at} is in the future ({fmt_utc(written_at)})")
     clock = doc.get("clock") if isinstance(doc.get("clock"), dict) else {}
     threads = doc.get("threads", [])
     if not isinstance(threads, list):
@@ -437,8 +443,6 @@ def _listing(items: list[str], sep: str = ", ") -> str:
 
 
 def _caveats(run: MergedRun) -> list[Caveat]:
-    from lineprofiler.render.units import fmt_duration, fmt_utc
-
     out: list[Caveat] = []
     if run.unreadable:
         out.append(
