@@ -232,6 +232,7 @@ def _bad_docs() -> list[tuple[str, object, str]]:
         ("bad_path", mutate(lambda d: phase(d).update(path="x")), "not a list of names"),
         ("no_meta", mutate(lambda d: d.pop("meta")), "no meta"),
         ("nan_time", mutate(lambda d: d.update(written_at=float("nan"))), "not a plausible"),
+        ("future", mutate(lambda d: d.update(written_at=9e9)), "in the future"),
         ("threads_dict", mutate(lambda d: d.update(threads={})), "threads is dict"),
         ("counter_float", mutate(lambda d: phase(d).update(counters={"n": 0.5})), "counter 'n'"),
     ]

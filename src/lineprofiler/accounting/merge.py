@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from lineprofiler.accounting.model import (
     Unreadable,
     Worker,
 )
+from lineprofiler.render.units import fmt_duration, fmt_utc
 
 SCHEMA_VERSION = 1
 WORKER_FORMAT = "lineprofiler-worker"
@@ -36,6 +38,7 @@ _MAX_NS = 2**63 - 1  # ~292 years: any count or time above is corrupt
 # A worker not yet closed is stale when its last write is this much older than the run's newest
 # file: STALE_MIN_S, or STALE_INTERVALS snapshot intervals if that is longer.
 STALE_MIN_S = 60.0
+_FUTURE_SLACK_S = 86400.0  # clock skew between the nodes and the machine reading the run
 STALE_INTERVALS = 3.0
 
 # Readers of resource samples, called per worker only when with_samples=True:
@@ -216,6 +219,9 @@ def _worker(doc: dict[str, Any], rel: str) -> Worker:
     written_at = _num(doc.get("written_at"), "written_at")
     if written_at + 1.0 < start_time:
         raise _Bad(f"written_at {written_at} is before the process started ({start_time})")
+    if written_at > time.time() + _FUTURE_SLACK_S:
+        # one such file would make every other worker look stale
+        raise _Bad(f"written_at {written_at} is in the future ({fmt_utc(written_at)})")
     clock = doc.get("clock") if isinstance(doc.get("clock"), dict) else {}
     threads = doc.get("threads", [])
     if not isinstance(threads, list):
@@ -315,7 +321,8 @@ def merge_run(
     root = Path(os.fspath(run_dir))
     files = _check_run_dir(root)
 
-    # Group by attempt from the file names first (cheap), so only the chosen attempt is parsed.
+    # Group by attempt from the file names (w_<run_id>_<pid>_<uuid8>.json); every file is parsed,
+    # since an attempt's start (which picks the newest) is its workers' earliest start.
     by_attempt: dict[str, list[Path]] = {}
     for f in files:
         by_attempt.setdefault(_run_id_from_name(f.name) or "", []).append(f)
@@ -342,7 +349,7 @@ def merge_run(
                 samples_of[id(w)] = (slim, f)
             del doc
 
-    chosen = attempt if attempt is not None else _newest(workers, unreadable)
+    chosen = attempt if attempt is not None else _newest(workers)
     if chosen is None or not workers.get(chosen):
         bad = [u for us in unreadable.values() for u in us]
         detail = "; ".join(f"{u.path}: {u.reason}" for u in bad[:5])
@@ -396,9 +403,8 @@ def merge_run(
     return run
 
 
-def _newest(
-    workers: dict[str, list[Worker]], unreadable: dict[str, list[Unreadable]]
-) -> str | None:
+def _newest(workers: dict[str, list[Worker]]) -> str | None:
+    """The attempt whose earliest worker started last."""
     best: tuple[float, str] | None = None
     for run_id, ws in workers.items():
         if not ws:
@@ -437,8 +443,6 @@ def _listing(items: list[str], sep: str = ", ") -> str:
 
 
 def _caveats(run: MergedRun) -> list[Caveat]:
-    from lineprofiler.render.units import fmt_duration, fmt_utc
-
     out: list[Caveat] = []
     if run.unreadable:
         out.append(

@@ -187,7 +187,8 @@ def legend_block(view: RunView) -> list[str]:
         "Times are summed over a role's processes; share is of the role's top-level time; "
         "wait is the share of a phase's wall time spent off the CPU; imbalance is the max over "
         "the mean of the role's per-process busy time; ratio is the slowest process's time in "
-        "the phase over the median process's.",
+        "the phase over the median process's (for a node, the mean of its processes over the "
+        "median node's).",
         WRAP,
         break_on_hyphens=False,
     )
