@@ -338,6 +338,38 @@ int find_conflict(PyObject** why) {
         ts->c_traceobj ? ts->c_traceobj : Py_None);
     return *why ? 1 : -1;
   }
+  // Another sys.monitoring tool tracing lines (line_profiler 5, coverage, a debugger).
+  PyObject* mon = monitoring();
+  if (!mon) return 0;
+  PyObject* events = PyObject_GetAttrString(mon, "events");
+  if (!events) return -1;
+  long line_bits = event_bit(events, "LINE") | event_bit(events, "INSTRUCTION");
+  Py_DECREF(events);
+  if (PyErr_Occurred()) return -1;
+  for (int tool = 0; tool < 6; ++tool) {
+    PyObject* name = PyObject_CallMethod(mon, "get_tool", "i", tool);
+    if (!name) return -1;
+    if (name == Py_None) {
+      Py_DECREF(name);
+      continue;
+    }
+    PyObject* ev = PyObject_CallMethod(mon, "get_events", "i", tool);
+    long bits = ev ? PyLong_AsLong(ev) : -1;
+    Py_XDECREF(ev);
+    if (bits == -1 && PyErr_Occurred()) {
+      Py_DECREF(name);
+      return -1;
+    }
+    if (bits & line_bits) {
+      *why = PyUnicode_FromFormat(
+          "sys.monitoring tool %d (%S) is already tracing lines: LineProfiler cannot run "
+          "alongside another tracer (a debugger, coverage, line_profiler); stop it first",
+          tool, name);
+      Py_DECREF(name);
+      return *why ? 1 : -1;
+    }
+    Py_DECREF(name);
+  }
   return 0;
 }
 
