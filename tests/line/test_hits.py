@@ -87,7 +87,34 @@ async def main(n):
     return total
 
 
+def counter(n):
+    i = 0
+    while True:
+        try:
+            got = yield i
+        except ValueError:
+            got = -1
+        i += 1
+        if got == -2 or i > n:
+            return i
+
+
+def drive_generators():
+    seen = 0
+    for v in counter(100):
+        seen += v
+        if v == 5:
+            break
+    g = counter(10)
+    next(g)
+    g.send(3)
+    g.throw(ValueError)
+    g.close()
+    return seen
+
+
 def everything():
+    drive_generators()
     loop(50)
     nested(20)
     consume(15)
@@ -96,7 +123,18 @@ def everything():
     asyncio.run(main(5))
 """
 
-FUNCTIONS = ("loop", "nested", "gen", "consume", "fib", "catches", "child", "main")
+FUNCTIONS = (
+    "loop",
+    "nested",
+    "gen",
+    "consume",
+    "fib",
+    "catches",
+    "child",
+    "main",
+    "counter",
+    "drive_generators",
+)
 
 
 @pytest.fixture
@@ -176,3 +214,23 @@ def test_async_run_inside_block(workload):
         assert asyncio.run(mod.main(4)) == 6
     (main,) = [fs for fs in profiler.get_stats().values() if fs.name == "main"]
     assert main.lines[main.first_lineno + 3].hits == 4  # total += await child(i)
+
+
+def test_scope_change_between_profilers_restarts_disabled_code(tmp_path):
+    # Code outside the first profiler's folder is switched off for it (3.12: DISABLE); a second
+    # profiler whose folder holds that code must still see every line.
+    a = make_project(tmp_path, "a")
+    b = make_project(tmp_path, "b")
+    mod = load_module(b / "lib.py", WORKLOAD)
+    first = LineProfiler(a)
+    with first:
+        mod.loop(10)
+    assert first.get_stats() == {}
+    second = LineProfiler(b)
+    with second:
+        mod.loop(10)
+    truth = settrace_hits(lambda: mod.loop(10), {mod.__file__})
+    assert our_hits(second.get_stats()) == truth
+    with first:  # and back: nothing of b's code appears in a's profiler
+        mod.loop(10)
+    assert first.get_stats() == {}

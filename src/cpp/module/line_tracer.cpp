@@ -202,6 +202,11 @@ void tracer_dealloc(LineTracerObject* self) {
 
 PyObject* tracer_enable(LineTracerObject* self, PyObject*) {
   Tracer* t = self->t;
+#ifdef Py_GIL_DISABLED
+  PyErr_SetString(PyExc_RuntimeError,
+                  "LineProfiler needs the GIL: free-threaded Python builds are not supported");
+  return nullptr;
+#endif
   if (g_active == t) {
     PyErr_SetString(PyExc_RuntimeError,
                     "this LineProfiler is already active: it cannot be entered twice (nesting "
