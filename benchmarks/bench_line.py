@@ -86,6 +86,14 @@ class Variants:
         finally:
             self.ours.disable()
 
+    def noop(self, fn, *args):
+        """A C trace function that does nothing: the floor of any PyEval_SetTrace tracer."""
+        _core._noop_trace(True)
+        try:
+            return _time(fn, *args)
+        finally:
+            _core._noop_trace(False)
+
     def line_profiler(self, fn, *args):
         if self.lp is None:
             return None
@@ -136,6 +144,7 @@ def main(argv=None) -> int:
             args.rounds,
             {
                 "plain": lambda: v.plain(inside.loop, n),
+                "noop_c_tracer": lambda: v.noop(inside.loop, n),
                 "ours": lambda: v.traced(inside.loop, n),
                 "line_profiler": lambda: v.line_profiler(inside.loop, n),
             },
@@ -144,7 +153,7 @@ def main(argv=None) -> int:
         line_events = v.ours._tracer.events[0]
         per_event = {
             k: (best[k] - best["plain"]) / line_events
-            for k in ("ours", "line_profiler")
+            for k in ("noop_c_tracer", "ours", "line_profiler")
             if best[k] is not None
         }
         results["tight_loop"] = {
@@ -161,7 +170,7 @@ def main(argv=None) -> int:
         results["out_of_project"] = {}
         for label, (fn, arg) in out_cases.items():
             v.traced(fn, arg)  # first events at each location (3.12: DISABLE)
-            plain = traced = None
+            plain = traced = noop = None
             for _ in range(args.rounds):  # blocks of runs: tracing stays on within a block
                 p = min(v.plain(fn, arg) for _ in range(3))
                 v.ours.enable()
@@ -169,9 +178,18 @@ def main(argv=None) -> int:
                     t = min(_time(fn, arg) for _ in range(3))
                 finally:
                     v.ours.disable()
+                _core._noop_trace(True)
+                try:
+                    z = min(_time(fn, arg) for _ in range(3))
+                finally:
+                    _core._noop_trace(False)
                 plain = p if plain is None else min(plain, p)
                 traced = t if traced is None else min(traced, t)
-            results["out_of_project"][label] = traced / plain
+                noop = z if noop is None else min(noop, z)
+            results["out_of_project"][label] = {
+                "ours": traced / plain,
+                "noop_c_tracer": noop / plain,
+            }
 
         # 3. inflation of printed totals (best of rounds for every quantity)
         m = 300
@@ -257,8 +275,9 @@ def main(argv=None) -> int:
     for k, val in t["added_ns_per_event"].items():
         print(f"   {k:<16}{val:>22.1f}{val / ours:>10.2f}")
     print("\n2. out-of-project code while tracing (time traced / untraced)")
+    print(f"   {'workload':<28}{'ours':>8}{'no-op C tracer':>16}")
     for k, val in r["out_of_project"].items():
-        print(f"   {k:<28}{val:>8.2f}x")
+        print(f"   {k:<28}{val['ours']:>7.2f}x{val['noop_c_tracer']:>15.2f}x")
     p = r["printed_vs_untraced"]
     print(
         f"\n3. printed total / untraced run time of an in-project workload "

@@ -414,7 +414,8 @@ int add_line_tracer(PyObject* module) {
     return -1;
   }
   if (PyModule_AddStringConstant(module, "LINE_TRACER_MECHANISM", mechanism_name()) < 0) return -1;
-  PyMethodDef* defs[] = {&module_defs[0], g_thread_hook_def.ml_name ? &g_thread_hook_def : nullptr};
+  PyMethodDef* defs[] = {&module_defs[0], &g_noop_trace_def,
+                         g_thread_hook_def.ml_name ? &g_thread_hook_def : nullptr};
   for (PyMethodDef* def : defs) {
     if (!def) continue;
     PyObject* f = PyCFunction_New(def, nullptr);

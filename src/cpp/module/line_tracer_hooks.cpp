@@ -15,6 +15,21 @@
 namespace lp_module {
 namespace line {
 
+namespace {
+int noop_trace(PyObject*, PyFrameObject*, int, PyObject*) { return 0; }
+
+PyObject* noop_trace_switch(PyObject*, PyObject* on) {
+  int yes = PyObject_IsTrue(on);
+  if (yes < 0) return nullptr;
+  PyEval_SetTrace(yes ? noop_trace : nullptr, nullptr);
+  Py_RETURN_NONE;
+}
+}  // namespace
+
+PyMethodDef g_noop_trace_def = {
+    "_noop_trace", noop_trace_switch, METH_O,
+    "_noop_trace(on): installs/removes a C trace function that does nothing (benchmark floor)."};
+
 #if !LP_LINE_MONITORING
 // =============================================================================================
 // Python 3.11: PyEval_SetTrace

@@ -144,6 +144,8 @@ int remove_hooks(Tracer* t, bool* displaced);
 int find_conflict(PyObject** why);
 /// 3.11: the function given to threading.settrace so threads started inside the block are traced.
 extern PyMethodDef g_thread_hook_def;
+/// _noop_trace(on): a do-nothing C trace function on the calling thread (benchmarks' floor).
+extern PyMethodDef g_noop_trace_def;
 /// "settrace" or "sys.monitoring".
 const char* mechanism_name();
 
