@@ -117,7 +117,7 @@ def best_of(rounds, variants: dict) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
-    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--rounds", type=int, default=30)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "proj"
@@ -138,7 +138,7 @@ def main(argv=None) -> int:
         }
 
         # 1. ns per traced line event on a tight loop
-        n = 200_000
+        n = 20_000
         v.traced(inside.loop, 1000)
         best = best_of(
             args.rounds,
@@ -164,23 +164,23 @@ def main(argv=None) -> int:
 
         # 2. out-of-project code while tracing is on
         out_cases = {
-            "call_heavy fib(22)": (outside.fib, 22),
-            "loop_heavy loop(200000)": (outside.loop, 200_000),
+            "call_heavy fib(18)": (outside.fib, 18),
+            "loop_heavy loop(20000)": (outside.loop, 20_000),
         }
         results["out_of_project"] = {}
         for label, (fn, arg) in out_cases.items():
             v.traced(fn, arg)  # first events at each location (3.12: DISABLE)
             plain = traced = noop = None
             for _ in range(args.rounds):  # blocks of runs: tracing stays on within a block
-                p = min(v.plain(fn, arg) for _ in range(3))
+                p = min(v.plain(fn, arg) for _ in range(5))
                 v.ours.enable()
                 try:
-                    t = min(_time(fn, arg) for _ in range(3))
+                    t = min(_time(fn, arg) for _ in range(5))
                 finally:
                     v.ours.disable()
                 _core._noop_trace(True)
                 try:
-                    z = min(_time(fn, arg) for _ in range(3))
+                    z = min(_time(fn, arg) for _ in range(5))
                 finally:
                     _core._noop_trace(False)
                 plain = p if plain is None else min(plain, p)
@@ -192,7 +192,7 @@ def main(argv=None) -> int:
             }
 
         # 3. inflation of printed totals (best of rounds for every quantity)
-        m = 300
+        m = 30
 
         def mixed_totals():
             v.traced(inside.mixed, m)

@@ -74,7 +74,7 @@ def _added(tracer, fn, n, rounds):
 _cached: Overhead | None = None
 
 
-def measure(n: int = 20000, rounds: int = 9) -> Overhead:
+def measure(n: int = 10000, rounds: int = 25) -> Overhead:
     """Measures the per-callback costs (about 50-100 ms once per process; cached)."""
     global _cached
     if _cached is not None:
