@@ -88,7 +88,7 @@ inline PyObject* frame_code(PyFrameObject* frame) {
   return reinterpret_cast<PyObject*>(code);
 }
 
-int lazy_line(Tracer* t, ThreadStack* ts, PyFrameObject* frame, uint64_t now) {
+int lazy_line(Tracer* t, ThreadStack* ts, PyFrameObject* frame) {
   // A line in a frame we did not see start: one that was running when tracing began.
   CodeInfo* info = lookup(t, frame_code(frame));
   if (!info->traced) {
@@ -96,6 +96,7 @@ int lazy_line(Tracer* t, ThreadStack* ts, PyFrameObject* frame, uint64_t now) {
     lines_off(frame);
     return 0;
   }
+  uint64_t now = lp::wall_ticks();  // after lookup: a first decision may have been slow
   Frame& f = push_frame(ts, frame, info, -1, now);
   line_event(ts, f, PyFrame_GetLineNumber(frame), now);
   return 0;
@@ -113,12 +114,12 @@ int legacy_trace(PyObject*, PyFrameObject* frame, int what, PyObject*) {
         line_event(ts, ts->frames.back(), PyFrame_GetLineNumber(frame), now);
         return 0;
       }
-      return lazy_line(t, ts, frame, now);
+      return lazy_line(t, ts, frame);
     }
     case PyTrace_CALL: {
-      uint64_t now = lp::wall_ticks();
       ThreadStack* ts = thread_stack();
       CodeInfo* info = lookup(t, frame_code(frame));
+      uint64_t now = lp::wall_ticks();
       if (!info->traced) {
         ts->events.foreign++;
         lines_off(frame);
@@ -214,10 +215,10 @@ inline PyObject* disable_result() { return Py_NewRef(g_disable); }
 PyObject* mon_start(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // PY_START
   Tracer* t = g_active;
   if (!t || nargs < 1) Py_RETURN_NONE;
-  uint64_t now = lp::wall_ticks();
+  ThreadStack* ts = thread_stack();
   CodeInfo* info = lookup(t, args[0]);
   if (!info->traced) return disable_result();
-  ThreadStack* ts = thread_stack();
+  uint64_t now = lp::wall_ticks();
   ts->events.calls++;
   push_frame(ts, args[0], info, -1, now);
   Py_RETURN_NONE;
@@ -226,10 +227,10 @@ PyObject* mon_start(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // PY
 PyObject* mon_resume(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // PY_RESUME, PY_THROW
   Tracer* t = g_active;
   if (!t || nargs < 2) Py_RETURN_NONE;
-  uint64_t now = lp::wall_ticks();
+  ThreadStack* ts = thread_stack();
   CodeInfo* info = lookup(t, args[0]);
   if (!info->traced) Py_RETURN_NONE;  // PY_THROW cannot be disabled; PY_RESUME is rare here
-  ThreadStack* ts = thread_stack();
+  uint64_t now = lp::wall_ticks();
   ts->events.calls++;
   int line = -1;
   long offset = PyLong_AsLong(args[1]);
@@ -256,6 +257,7 @@ PyObject* mon_line(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // LIN
     return disable_result();
   }
   // A line in a frame we did not see start: one that was running when tracing began.
+  now = lp::wall_ticks();  // after lookup: a first decision may have been slow
   Frame& f = push_frame(ts, args[0], info, -1, now);
   line_event(ts, f, line, now);
   Py_RETURN_NONE;
