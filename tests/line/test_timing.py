@@ -131,3 +131,35 @@ def test_block_time_covers_line_times(tmp_path):
     fs = _by_name(profiler)["slow_and_fast"]
     assert fs.raw_total_time_ns <= profiler.block_time_ns()
     assert fs.raw_total_time_ns >= SLEEP_S * 1e9
+
+
+def test_the_filters_own_time_is_not_charged(tmp_path):
+    from lineprofiler import _core
+
+    root = make_project(tmp_path)
+    callee = load_module(root / "callee.py", "def leaf():\n    return 1\n")
+    caller = load_module(
+        root / "caller.py",
+        """
+        def outer(leaf):
+            a = leaf()
+            return a
+        """,
+    )
+    files = {callee.__file__, caller.__file__}
+
+    def slow_filter(filename):
+        time.sleep(SLEEP_S)  # a filter's file-system calls, exaggerated
+        return filename in files
+
+    tracer = _core.LineTracer(slow_filter, "slow")
+    t0 = time.perf_counter_ns()
+    tracer.enable()
+    try:
+        caller.outer(callee.leaf)
+    finally:
+        tracer.disable()
+    elapsed = time.perf_counter_ns() - t0
+    assert elapsed >= 2 * SLEEP_S * 1e9  # the filter did run for both files
+    charged = sum(ns for _code, rows in tracer.results() for _l, _h, ns, *_ in rows)
+    assert charged < 0.5 * SLEEP_S * 1e9
