@@ -110,3 +110,25 @@ def test_cli_run_module(tmp_path):
     assert "m.py:9 (hot)" in proc.stdout
     assert "Function: hot at line 5" in proc.stdout
     assert sys.gettrace() is None
+
+
+def test_cli_run_script_that_raises_still_prints_and_exits_1(tmp_path):
+    root = make_project(tmp_path)
+    (root / "m.py").write_text(SOURCE)
+    (root / "bad.py").write_text("import m\nm.hot(3)\nraise RuntimeError('boom')\n")
+    proc = run_python(
+        "import sys; from lineprofiler.cli import main; sys.exit(main())",
+        cwd=root,
+        args=["run", "bad.py"],
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert "RuntimeError: boom" in proc.stderr
+    assert "m.py:9 (hot)" in proc.stdout
+    proc = run_python(
+        "import sys; from lineprofiler.cli import main; sys.exit(main())",
+        cwd=root,
+        args=["run"],
+        check=False,
+    )
+    assert proc.returncode == 2 and "give a script" in proc.stderr

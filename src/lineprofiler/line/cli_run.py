@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from lineprofiler.line import LineProfiler
 
-    if bool(args.module) == bool(args.target) and not (args.module and args.target):
+    if not args.module and not args.target:
         print("lineprofiler run: give a script or -m MODULE", file=sys.stderr)
         return 2
     argv_rest = list(args.args)
