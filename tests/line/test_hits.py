@@ -113,7 +113,16 @@ def drive_generators():
     return seen
 
 
+def one_liners(n):
+    x = 0
+    for i in range(n): x += i  # noqa: E701
+    while x > 0: x -= 7  # noqa: E701
+    squares = [i * i for i in range(n)]
+    return x, squares
+
+
 def everything():
+    one_liners(6)
     drive_generators()
     loop(50)
     nested(20)

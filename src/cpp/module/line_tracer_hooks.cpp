@@ -263,6 +263,43 @@ PyObject* mon_line(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // LIN
   Py_RETURN_NONE;
 }
 
+// The line of a backward jump that stays on its line, or -1 (sys.settrace reports such a jump,
+// e.g. each iteration of a loop written on one line, as a line event; LINE does not).
+int same_line_jump(CodeInfo* info, PyObject* code, long from, long to) {
+  for (const auto& j : info->same_line_jumps) {
+    if (j.first == from) return j.second;
+  }
+  auto* co = reinterpret_cast<PyCodeObject*>(code);
+  int from_line = PyCode_Addr2Line(co, int(from));
+  int to_line = PyCode_Addr2Line(co, int(to));
+  if (PyErr_Occurred()) PyErr_Clear();
+  if (from_line < 0 || from_line != to_line) return -1;
+  info->same_line_jumps.emplace_back(int(from), from_line);
+  return from_line;
+}
+
+PyObject* mon_jump(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // JUMP
+  Tracer* t = g_active;
+  if (!t || nargs < 3) Py_RETURN_NONE;
+  uint64_t now = lp::wall_ticks();
+  long from = PyLong_AsLong(args[1]);
+  long to = PyLong_AsLong(args[2]);
+  if (to > from) return disable_result();  // forward jumps never repeat a line
+  ThreadStack* ts = thread_stack();
+  bool on_top = !ts->frames.empty() && ts->frames.back().key == args[0];
+  CodeInfo* info = on_top ? ts->frames.back().info : lookup(t, args[0]);
+  if (!info->traced) return disable_result();
+  int line = same_line_jump(info, args[0], from, to);
+  if (line < 0) return disable_result();  // the target's LINE event reports it
+  ts->events.lines++;
+  if (!on_top) {
+    now = lp::wall_ticks();
+    push_frame(ts, args[0], info, -1, now);
+  }
+  line_event(ts, ts->frames.back(), line, now);
+  Py_RETURN_NONE;
+}
+
 inline bool pop_if_top(PyObject* code) {
   ThreadStack* ts = thread_stack();
   if (ts->frames.empty() || ts->frames.back().key != code) return false;
@@ -296,6 +333,8 @@ PyMethodDef g_defs[] = {
      METH_FASTCALL, nullptr},
     {"_mon_unwind", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(mon_unwind)),
      METH_FASTCALL, nullptr},
+    {"_mon_jump", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(mon_jump)),
+     METH_FASTCALL, nullptr},
 };
 
 struct EventBinding {
@@ -304,7 +343,7 @@ struct EventBinding {
 };
 const EventBinding kBindings[] = {
     {"PY_START", 0}, {"PY_RESUME", 1}, {"PY_THROW", 1}, {"LINE", 2},
-    {"PY_RETURN", 3}, {"PY_YIELD", 3}, {"PY_UNWIND", 4},
+    {"PY_RETURN", 3}, {"PY_YIELD", 3}, {"PY_UNWIND", 4}, {"JUMP", 5},
 };
 
 PyObject* monitoring() { return PySys_GetObject("monitoring"); }  // borrowed

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "lp_core/clock.h"
@@ -45,6 +46,7 @@ struct CodeInfo {
   int first_line = 0;
   int base = 0;  // line number of lines[0]
   std::vector<LineStat> lines;
+  std::vector<std::pair<int, int>> same_line_jumps;  // 3.12+: (jump offset, its line)
 
   LineStat& stat(int line) {
     int idx = line - base;
