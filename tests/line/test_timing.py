@@ -162,4 +162,4 @@ def test_the_filters_own_time_is_not_charged(tmp_path):
     elapsed = time.perf_counter_ns() - t0
     assert elapsed >= 2 * SLEEP_S * 1e9  # the filter did run for both files
     charged = sum(ns for _code, rows in tracer.results() for _l, _h, ns, *_ in rows)
-    assert charged < 0.5 * SLEEP_S * 1e9
+    assert charged < 0.9 * SLEEP_S * 1e9
