@@ -44,11 +44,17 @@ namespace {
 struct SavedError {
 #if PY_VERSION_HEX >= 0x030C0000
   PyObject* exc = PyErr_GetRaisedException();
-  ~SavedError() { PyErr_SetRaisedException(exc); }
+  ~SavedError() {
+    PyErr_SetRaisedException(exc);
+  }
 #else
   PyObject *type, *value, *tb;
-  SavedError() { PyErr_Fetch(&type, &value, &tb); }
-  ~SavedError() { PyErr_Restore(type, value, tb); }
+  SavedError() {
+    PyErr_Fetch(&type, &value, &tb);
+  }
+  ~SavedError() {
+    PyErr_Restore(type, value, tb);
+  }
 #endif
 };
 
@@ -84,8 +90,8 @@ CodeInfo* decide(Tracer* t, PyObject* code) {
     info->first_line = co->co_firstlineno;
     info->base = co->co_firstlineno;
     info->generator_like = (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) != 0;
-    info->traced = co->co_filename && PyUnicode_Check(co->co_filename) &&
-                   filter_accepts(t, co->co_filename);
+    info->traced =
+        co->co_filename && PyUnicode_Check(co->co_filename) && filter_accepts(t, co->co_filename);
   }
   CodeInfo* raw = info.get();
   t->infos.push_back(std::move(info));
@@ -102,8 +108,7 @@ CodeInfo* decide(Tracer* t, PyObject* code) {
 namespace {
 
 struct LineTracerObject {
-  PyObject_HEAD
-  Tracer* t;
+  PyObject_HEAD Tracer* t;
   EventCounts totals;  // callbacks counted over all activations since the last clear()
   PyObject* weakreflist;
 };
@@ -304,11 +309,10 @@ PyObject* tracer_results(LineTracerObject* self, PyObject*) {
     for (size_t i = 0; i < info->lines.size(); ++i) {
       const LineStat& s = info->lines[i];
       if (s.hits == 0 && s.ticks == 0) continue;
-      PyObject* row = Py_BuildValue("(iKKKKK)", info->base + int(i), (unsigned long long)s.hits,
-                                    (unsigned long long)lp::ticks_to_ns(s.ticks),
-                                    (unsigned long long)s.nested.lines,
-                                    (unsigned long long)s.nested.calls,
-                                    (unsigned long long)s.nested.foreign);
+      PyObject* row = Py_BuildValue(
+          "(iKKKKK)", info->base + int(i), (unsigned long long)s.hits,
+          (unsigned long long)lp::ticks_to_ns(s.ticks), (unsigned long long)s.nested.lines,
+          (unsigned long long)s.nested.calls, (unsigned long long)s.nested.foreign);
       if (!row || PyList_Append(lines, row) < 0) {
         Py_XDECREF(row);
         Py_DECREF(lines);
@@ -393,8 +397,7 @@ PyObject* line_tracer_active(PyObject*, PyObject*) {
 }
 
 PyMethodDef module_defs[] = {
-    {"line_tracer_active", line_tracer_active, METH_NOARGS,
-     "The active LineTracer, or None."},
+    {"line_tracer_active", line_tracer_active, METH_NOARGS, "The active LineTracer, or None."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -1,4 +1,4 @@
-// module/line_tracer_hooks.cpp: the interpreter hooks (PyEval_SetTrace on 3.11, sys.monitoring on 3.12+).
+// module/line_tracer_hooks.cpp: interpreter hooks (PyEval_SetTrace on 3.11, sys.monitoring 3.12+).
 //
 // 3.11: one C trace function. Frames of code outside the project get f_trace_lines = 0 at their
 // call event, so they cost only call/return. Threads started inside the block get the function
@@ -16,7 +16,9 @@ namespace lp_module {
 namespace line {
 
 namespace {
-int noop_trace(PyObject*, PyFrameObject*, int, PyObject*) { return 0; }
+int noop_trace(PyObject*, PyFrameObject*, int, PyObject*) {
+  return 0;
+}
 
 PyObject* noop_trace_switch(PyObject*, PyObject* on) {
   int yes = PyObject_IsTrue(on);
@@ -38,8 +40,7 @@ namespace {
 
 // The layout of PyFrameObject in 3.11 (Include/internal/pycore_frame.h), checked at install.
 struct FrameMirror {
-  PyObject_HEAD
-  PyFrameObject* f_back;
+  PyObject_HEAD PyFrameObject* f_back;
   void* f_frame;
   PyObject* f_trace;
   int f_lineno;
@@ -76,8 +77,8 @@ bool check_mirror() {
 inline void lines_off(PyFrameObject* frame) {
   if (g_mirror_state == 1) {
     reinterpret_cast<FrameMirror*>(frame)->f_trace_lines = 0;
-  } else if (PyObject_SetAttrString(reinterpret_cast<PyObject*>(frame), "f_trace_lines",
-                                    Py_False) < 0) {
+  } else if (PyObject_SetAttrString(reinterpret_cast<PyObject*>(frame), "f_trace_lines", Py_False) <
+             0) {
     PyErr_Clear();
   }
 }
@@ -171,7 +172,9 @@ PyObject* thread_hook(PyObject*, PyObject* args) {
 PyMethodDef g_thread_hook_def = {"_thread_hook", thread_hook, METH_VARARGS,
                                  "threading.settrace hook: traces a thread started in the block."};
 
-const char* mechanism_name() { return "settrace"; }
+const char* mechanism_name() {
+  return "settrace";
+}
 
 int find_conflict(PyObject** why) {
   PyThreadState* ts = PyThreadState_Get();
@@ -210,7 +213,9 @@ PyObject* g_disable = nullptr;  // sys.monitoring.DISABLE
 int g_tool = -1;
 std::string g_scope_of_tool[6];  // scope key of the last activation that used each tool id
 
-inline PyObject* disable_result() { return Py_NewRef(g_disable); }
+inline PyObject* disable_result() {
+  return Py_NewRef(g_disable);
+}
 
 PyObject* mon_start(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // PY_START
   Tracer* t = g_active;
@@ -342,11 +347,13 @@ struct EventBinding {
   int def;
 };
 const EventBinding kBindings[] = {
-    {"PY_START", 0}, {"PY_RESUME", 1}, {"PY_THROW", 1}, {"LINE", 2},
-    {"PY_RETURN", 3}, {"PY_YIELD", 3}, {"PY_UNWIND", 4}, {"JUMP", 5},
+    {"PY_START", 0},  {"PY_RESUME", 1}, {"PY_THROW", 1},  {"LINE", 2},
+    {"PY_RETURN", 3}, {"PY_YIELD", 3},  {"PY_UNWIND", 4}, {"JUMP", 5},
 };
 
-PyObject* monitoring() { return PySys_GetObject("monitoring"); }  // borrowed
+PyObject* monitoring() {
+  return PySys_GetObject("monitoring");
+}  // borrowed
 
 long event_bit(PyObject* events, const char* name) {
   PyObject* v = PyObject_GetAttrString(events, name);
@@ -368,8 +375,8 @@ int unregister(PyObject* mon, int tool) {
   int rc = call_ok(PyObject_CallMethod(mon, "set_events", "ii", tool, 0));
   for (const EventBinding& b : kBindings) {
     long bit = event_bit(events, b.event);
-    if (bit < 0 || call_ok(PyObject_CallMethod(mon, "register_callback", "ilO", tool, bit,
-                                               Py_None)) < 0) {
+    if (bit < 0 ||
+        call_ok(PyObject_CallMethod(mon, "register_callback", "ilO", tool, bit, Py_None)) < 0) {
       rc = -1;
     }
   }
@@ -382,7 +389,9 @@ int unregister(PyObject* mon, int tool) {
 
 PyMethodDef g_thread_hook_def = {nullptr, nullptr, 0, nullptr};
 
-const char* mechanism_name() { return "sys.monitoring"; }
+const char* mechanism_name() {
+  return "sys.monitoring";
+}
 
 int find_conflict(PyObject** why) {
   PyThreadState* ts = PyThreadState_Get();

@@ -1,4 +1,4 @@
-// module/line_tracer_state.h: the line tracer's data (per-code line stats, per-thread frame stacks).
+// module/line_tracer_state.h: the line tracer data (per-code line stats, per-thread stacks).
 //
 // Everything here is touched only with the GIL held: statistics are shared by all threads, frame
 // stacks are per thread. Times are raw wall-clock ticks (lp::wall_ticks) until results().
@@ -60,9 +60,9 @@ struct CodeInfo {
 struct Frame {
   const void* key = nullptr;  // PyFrameObject* (3.11) or the code object (3.12+)
   CodeInfo* info = nullptr;
-  int line = -1;     // line whose interval is open; -1: none
-  uint64_t t0 = 0;   // ticks at the start of the open interval
-  EventCounts ev0;   // thread counters at the start of the open interval
+  int line = -1;    // line whose interval is open; -1: none
+  uint64_t t0 = 0;  // ticks at the start of the open interval
+  EventCounts ev0;  // thread counters at the start of the open interval
 };
 
 /// The traced frames of one thread, innermost last.
@@ -91,16 +91,15 @@ inline void line_event(ThreadStack* ts, Frame& f, int line, uint64_t now) {
 }
 
 /// Pushes a traced frame whose open interval (if line >= 0) starts now; returns it.
-inline Frame& push_frame(ThreadStack* ts, const void* key, CodeInfo* info, int line,
-                         uint64_t now) {
+inline Frame& push_frame(ThreadStack* ts, const void* key, CodeInfo* info, int line, uint64_t now) {
   ts->frames.push_back(Frame{key, info, line, now, ts->events});
   return ts->frames.back();
 }
 
 /// The process-wide tracer state (only one LineTracer may be active at a time).
 struct Tracer {
-  PyObject* owner = nullptr;   // the LineTracer object (borrowed while active)
-  PyObject* filter = nullptr;  // callable(filename: str) -> bool
+  PyObject* owner = nullptr;       // the LineTracer object (borrowed while active)
+  PyObject* filter = nullptr;      // callable(filename: str) -> bool
   PyObject* file_cache = nullptr;  // dict: filename -> bool
   std::string scope_key;           // names the filter's scope (3.12: restart DISABLEd events)
   std::unordered_map<PyObject*, CodeInfo*> codes;
