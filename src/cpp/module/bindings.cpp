@@ -9,6 +9,7 @@
 #include "lp_core/clock.h"
 #include "lp_core/histogram.h"
 #include "lp_core/worker_file.h"
+#include "module/line_tracer.h"
 #include "module/recorder_type.h"
 
 namespace nb = nanobind;
@@ -46,4 +47,5 @@ NB_MODULE(_core, m) {
   m.def("ticks_to_ns", &lp::ticks_to_ns, nb::arg("dticks"), "A tick difference in ns.");
 
   if (lp_module::add_recorder_types(m.ptr()) != 0) throw nb::python_error();
+  if (lp_module::add_line_tracer(m.ptr()) != 0) throw nb::python_error();
 }
