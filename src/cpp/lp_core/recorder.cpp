@@ -14,7 +14,7 @@ std::atomic<uint64_t> g_next_generation{1};
 uint64_t current_os_tid() { return uint64_t(syscall(SYS_gettid)); }
 }  // namespace
 
-thread_local Recorder::TlsCache Recorder::tls_cache __attribute__((tls_model("initial-exec")));
+__thread TlsCache g_tls_cache __attribute__((tls_model("initial-exec"))) = {0, nullptr};
 
 ThreadState::ThreadState(uint64_t os_tid, std::string thread_name, bool measure_cpu,
                          CpuClockTier cpu_tier)
@@ -27,7 +27,7 @@ ThreadState::ThreadState(uint64_t os_tid, std::string thread_name, bool measure_
 
 uint32_t ThreadState::add_child(uint32_t parent, uint32_t name_id) {
   std::lock_guard<std::mutex> lock(struct_mu_);
-  if (nodes_.size() >= kMaxNodes) {
+  if (nodes_.size() >= kMaxNodes) {  // (one slot stays free for the fold node)
     // The tree is full: every new path lands on one "(folded)" node under the root, and
     // anything entered beneath it stays there.
     bump(folded_entries, uint64_t(1));
@@ -47,6 +47,10 @@ uint32_t ThreadState::add_child(uint32_t parent, uint32_t name_id) {
 
 Counter& ThreadState::add_counter(uint32_t node, uint32_t name_id) {
   std::lock_guard<std::mutex> lock(struct_mu_);
+  if (counters_.full()) {  // absurdly many counter names: keep counting into the last one
+    bump(counter_overflow, uint64_t(1));
+    return counters_.back();
+  }
   uint32_t index = uint32_t(counters_.size());
   counters_.emplace_back(name_id);
   nodes_[node].counters.push_back(index);
@@ -90,8 +94,8 @@ ThreadState* Recorder::register_thread(const std::string& thread_name) {
         std::make_unique<ThreadState>(tid, thread_name, options_.measure_cpu, cpu_tier_));
     found = threads_->back().get();
   }
-  tls_cache.gen = generation_;
-  tls_cache.state = found;
+  g_tls_cache.gen = generation_;
+  g_tls_cache.state = found;
   return found;
 }
 
@@ -121,6 +125,7 @@ std::vector<ThreadSnapshot> Recorder::snapshot() const {
       s.calls = n.calls.load(std::memory_order_relaxed);
       s.wall_ns = n.wall_ns.load(std::memory_order_relaxed);
       s.cpu_ns = n.cpu_ns.load(std::memory_order_relaxed);
+      s.sample_every = n.sample_every.load(std::memory_order_relaxed);
       for (int b = 0; b < kHistBuckets; ++b) {
         uint64_t c = n.hist[b].load(std::memory_order_relaxed);
         if (c) s.hist.emplace_back(uint16_t(b), c);
@@ -134,8 +139,9 @@ std::vector<ThreadSnapshot> Recorder::snapshot() const {
     for (uint32_t i = 0; i < depth && i < kMaxDepth; ++i) {
       uint32_t node = ts->frames_[i].node.load(std::memory_order_relaxed);
       uint64_t t0 = ts->frames_[i].t0_ticks.load(std::memory_order_relaxed);
+      uint64_t scale = ts->frames_[i].scale.load(std::memory_order_relaxed);
       if (node >= snap.nodes.size() || now < t0) continue;
-      snap.nodes[node].open_ns += ticks_to_ns(now - t0);
+      snap.nodes[node].open_ns += ticks_to_ns(now - t0) * scale;
       snap.nodes[node].open_count += 1;
     }
     out.push_back(std::move(snap));

@@ -10,6 +10,7 @@
 #include "lp_core/cpu_clock.h"
 #include "lp_core/histogram.h"
 #include "lp_core/worker_file.h"
+#include "module/line_tracer.h"
 #include "module/recorder_type.h"
 
 namespace nb = nanobind;
@@ -100,4 +101,5 @@ NB_MODULE(_core, m) {
            "Average ns of one now_ns() over n reads in a C++ loop.");
 
   if (lp_module::add_recorder_types(m.ptr()) != 0) throw nb::python_error();
+  if (lp_module::add_line_tracer(m.ptr()) != 0) throw nb::python_error();
 }
