@@ -155,7 +155,14 @@ inline lp::ThreadState* thread_state(RecorderObject* r) {
 
 PyObject* scope_enter(PyObject* self, PyObject*) {
   ScopeObject* s = reinterpret_cast<ScopeObject*>(self);
-  if (!s->rec->closed) thread_state(s->rec)->enter(s->name_id, self);
+  if (!s->rec->closed) {
+    lp::ThreadState* ts = thread_state(s->rec);
+    if (s->flags & kScopeIo) {
+      ts->enter_io(s->name_id, self);
+    } else {
+      ts->enter(s->name_id, self);
+    }
+  }
   Py_INCREF(self);
   return self;
 }
@@ -163,7 +170,13 @@ PyObject* scope_enter(PyObject* self, PyObject*) {
 PyObject* scope_exit(PyObject* self, PyObject* const*, Py_ssize_t) {
   ScopeObject* s = reinterpret_cast<ScopeObject*>(self);
   lp::ThreadState* ts = s->rec->worker->recorder().thread_state();
-  if (ts) ts->exit(self);
+  if (ts) {
+    if (s->flags & kScopeIo) {
+      ts->exit_io(self);
+    } else {
+      ts->exit(self);
+    }
+  }
   Py_RETURN_NONE;
 }
 

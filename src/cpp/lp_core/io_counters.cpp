@@ -1,0 +1,105 @@
+// lp_core/io_counters.cpp: parsing /proc io text and the kept-open, pread-based reader.
+#include "lp_core/io_counters.h"
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+namespace lp {
+
+namespace {
+
+std::mutex g_paths_mu;
+std::string g_thread_path;   // "" = default
+std::string g_process_path;  // "" = default
+
+bool key_is(const char* p, const char* end, const char* key) {
+  size_t n = std::strlen(key);
+  return size_t(end - p) > n && std::memcmp(p, key, n) == 0 && p[n] == ':';
+}
+
+}  // namespace
+
+bool parse_proc_io(const char* text, size_t len, IoCounters* out) {
+  IoCounters c;
+  unsigned found = 0;
+  const char* p = text;
+  const char* end = text + len;
+  while (p < end) {
+    const char* eol = static_cast<const char*>(std::memchr(p, '\n', size_t(end - p)));
+    if (!eol) eol = end;
+    uint64_t* slot = nullptr;
+    unsigned bit = 0;
+    if (key_is(p, eol, "rchar")) {
+      slot = &c.rchar, bit = 1;
+    } else if (key_is(p, eol, "wchar")) {
+      slot = &c.wchar, bit = 2;
+    } else if (key_is(p, eol, "read_bytes")) {
+      slot = &c.read_bytes, bit = 4;
+    } else if (key_is(p, eol, "write_bytes")) {
+      slot = &c.write_bytes, bit = 8;
+    }
+    if (slot) {
+      const char* q = static_cast<const char*>(std::memchr(p, ':', size_t(eol - p))) + 1;
+      while (q < eol && *q == ' ') ++q;
+      if (q == eol || *q < '0' || *q > '9') return false;
+      uint64_t v = 0;
+      while (q < eol && *q >= '0' && *q <= '9') v = v * 10 + uint64_t(*q++ - '0');
+      *slot = v;
+      found |= bit;
+    }
+    p = eol + 1;
+  }
+  if (found != 15) return false;
+  *out = c;
+  return true;
+}
+
+int IoCounterFile::open(const std::string& path) {
+  close();
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  return fd_ < 0 ? errno : 0;
+}
+
+long IoCounterFile::read(IoCounters* out) {
+  if (fd_ < 0) return -1;
+  char buf[512];
+  ssize_t n;
+  do {
+    n = ::pread(fd_, buf, sizeof buf, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) return -1;
+  if (!parse_proc_io(buf, size_t(n), out)) return -1;
+  return long(n);
+}
+
+void IoCounterFile::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+std::string thread_io_path() {
+  {
+    std::lock_guard<std::mutex> lock(g_paths_mu);
+    if (!g_thread_path.empty()) return g_thread_path;
+  }
+  if (::access("/proc/thread-self/io", R_OK) == 0) return "/proc/thread-self/io";
+  return "/proc/self/task/" + std::to_string(long(syscall(SYS_gettid))) + "/io";
+}
+
+std::string process_io_path() {
+  std::lock_guard<std::mutex> lock(g_paths_mu);
+  return g_process_path.empty() ? std::string("/proc/self/io") : g_process_path;
+}
+
+void set_io_counter_paths(const std::string& thread_path, const std::string& process_path) {
+  std::lock_guard<std::mutex> lock(g_paths_mu);
+  g_thread_path = thread_path;
+  g_process_path = process_path;
+}
+
+}  // namespace lp
