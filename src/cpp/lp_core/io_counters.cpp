@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <atomic>
 #include <mutex>
 
 namespace lp {
@@ -16,6 +17,11 @@ namespace {
 std::mutex g_paths_mu;
 std::string g_thread_path;   // "" = default
 std::string g_process_path;  // "" = default
+
+std::atomic<uint64_t> g_own_rchar{0};
+std::atomic<uint64_t> g_own_wchar{0};
+std::atomic<uint64_t> g_own_read_bytes{0};
+std::atomic<uint64_t> g_own_write_bytes{0};
 
 bool key_is(const char* p, const char* end, const char* key) {
   size_t n = std::strlen(key);
@@ -73,6 +79,7 @@ long IoCounterFile::read(IoCounters* out) {
     n = ::pread(fd_, buf, sizeof buf, 0);
   } while (n < 0 && errno == EINTR);
   if (n <= 0) return -1;
+  g_own_rchar.fetch_add(uint64_t(n), std::memory_order_relaxed);
   if (!parse_proc_io(buf, size_t(n), out)) return -1;
   return long(n);
 }
@@ -80,6 +87,45 @@ long IoCounterFile::read(IoCounters* out) {
 void IoCounterFile::close() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+}
+
+IoCounters own_io_totals() {
+  IoCounters c;
+  c.rchar = g_own_rchar.load(std::memory_order_relaxed);
+  c.wchar = g_own_wchar.load(std::memory_order_relaxed);
+  c.read_bytes = g_own_read_bytes.load(std::memory_order_relaxed);
+  c.write_bytes = g_own_write_bytes.load(std::memory_order_relaxed);
+  return c;
+}
+
+void add_own_io(const IoCounters& d) {
+  if (d.rchar) g_own_rchar.fetch_add(d.rchar, std::memory_order_relaxed);
+  if (d.wchar) g_own_wchar.fetch_add(d.wchar, std::memory_order_relaxed);
+  if (d.read_bytes) g_own_read_bytes.fetch_add(d.read_bytes, std::memory_order_relaxed);
+  if (d.write_bytes) g_own_write_bytes.fetch_add(d.write_bytes, std::memory_order_relaxed);
+}
+
+OwnIoMeter::OwnIoMeter() {
+  if (file_.open(thread_io_path()) == 0) started_ = file_.read(&before_) >= 0;
+}
+
+void OwnIoMeter::finish() {
+  if (done_) return;
+  done_ = true;
+  IoCounters after;
+  long n = started_ ? file_.read(&after) : -1;
+  file_.close();
+  if (n < 0) return;
+  // rchar is left out: the two reads' own bytes were already added to the totals by read(), and
+  // the writes being measured read nothing through read(2).
+  IoCounters d;
+  d.wchar = after.wchar >= before_.wchar ? after.wchar - before_.wchar : 0;
+  d.read_bytes = after.read_bytes >= before_.read_bytes ? after.read_bytes - before_.read_bytes : 0;
+  d.write_bytes =
+      after.write_bytes >= before_.write_bytes ? after.write_bytes - before_.write_bytes : 0;
+  delta_ = d;
+  ok_ = true;
+  add_own_io(d);
 }
 
 std::string thread_io_path() {

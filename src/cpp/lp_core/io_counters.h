@@ -46,6 +46,36 @@ class IoCounterFile {
   int fd_ = -1;
 };
 
+/// The profiler's own I/O in this process, in bytes, summed over every reader and writer of lp_core:
+/// the counter reads themselves (rchar) and the measured worker-file and sample writes. The
+/// sampler subtracts it from the process's counters so the report never bills the profiler's own
+/// traffic to the user.
+IoCounters own_io_totals();
+
+/// Adds measured own I/O to own_io_totals().
+void add_own_io(const IoCounters& delta);
+
+/// Measures the calling thread's I/O around a block of the profiler's own writes (its own file
+/// opened per use: one open, two preads, one close) and adds the difference to own_io_totals().
+/// If either read fails nothing is added and ok() is false.
+class OwnIoMeter {
+ public:
+  OwnIoMeter();
+  /// Ends the measurement (also done by the destructor).
+  void finish();
+  ~OwnIoMeter() { finish(); }
+  bool ok() const { return ok_; }
+  const IoCounters& delta() const { return delta_; }
+
+ private:
+  IoCounterFile file_;
+  IoCounters before_;
+  IoCounters delta_;
+  bool started_ = false;
+  bool done_ = false;
+  bool ok_ = false;
+};
+
 /// Path of the calling thread's io file: the override set by set_io_counter_paths() if any, else
 /// /proc/thread-self/io (Linux >= 3.17), else /proc/self/task/<tid>/io.
 std::string thread_io_path();

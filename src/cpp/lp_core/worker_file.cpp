@@ -153,6 +153,8 @@ std::string worker_file_json(const std::vector<ThreadSnapshot>& threads,
   append_json_string(out, header.last_flush_error);
   out.append(",\"own_write_bytes\":");
   append_json_uint(out, header.own_write_bytes);
+  out.append(",\n\"samples\":");
+  out.append(header.samples_json.empty() ? std::string("null") : header.samples_json);
   out.append(",\n\"threads\":[");
   for (size_t i = 0; i < threads.size(); ++i) {
     if (i) out.append(",\n");

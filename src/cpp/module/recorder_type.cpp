@@ -13,6 +13,7 @@
 
 #include "lp_core/names.h"
 #include "lp_core/worker.h"
+#include "module/cuda_probe.h"
 
 namespace lp_module {
 namespace {
@@ -404,6 +405,22 @@ PyObject* recorder_stats(PyObject* self, PyObject*) {
                        "own_write_bytes", (unsigned long long)st.own_write_bytes);
 }
 
+PyObject* recorder_sample_now(PyObject* self, PyObject*) {
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  if (!r->worker->has_sampler()) Py_RETURN_FALSE;
+  Py_BEGIN_ALLOW_THREADS r->worker->sampler().sample_now();
+  Py_END_ALLOW_THREADS Py_RETURN_TRUE;
+}
+
+PyObject* recorder_sampler_status(PyObject* self, PyObject*) {
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  if (!r->worker->has_sampler()) Py_RETURN_NONE;
+  std::string text;
+  Py_BEGIN_ALLOW_THREADS text = r->worker->sampler().status_json();
+  Py_END_ALLOW_THREADS return PyUnicode_DecodeUTF8(text.data(), Py_ssize_t(text.size()),
+                                                   "replace");
+}
+
 PyObject* recorder_mark_closed(PyObject* self, PyObject*) {
   reinterpret_cast<RecorderObject*>(self)->closed = true;
   Py_RETURN_NONE;
@@ -444,6 +461,10 @@ PyMethodDef recorder_methods[] = {
     {"snapshot_json", recorder_snapshot_json, METH_NOARGS,
      "The worker-file text a flush would write now."},
     {"stats", recorder_stats, METH_NOARGS, "Flush statistics: writes, errors, last_error."},
+    {"sample_now", recorder_sample_now, METH_NOARGS,
+     "Take one resource sample now (the first sets the baseline); False without a sampler."},
+    {"sampler_status", recorder_sampler_status, METH_NOARGS,
+     "The sampler's status as JSON text (the worker file's \"samples\"), or None."},
     {"mark_closed", recorder_mark_closed, METH_NOARGS,
      "Make phase()/count() no-ops from now on."},
     {nullptr, nullptr, 0, nullptr}};
@@ -456,13 +477,19 @@ PyGetSetDef recorder_getset[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyObject* recorder_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
-  static const char* kw[] = {"path", "meta_json", "measure_cpu", "snapshot_interval_ns", nullptr};
+  static const char* kw[] = {"path",         "meta_json",          "measure_cpu",
+                             "snapshot_interval_ns", "samples_path", "sample_interval_ns",
+                             "sample_gpu",   nullptr};
   const char* path;
   const char* meta = "{}";
   int measure_cpu = 1;
   unsigned long long interval_ns = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "s|spK:Recorder", const_cast<char**>(kw), &path,
-                                   &meta, &measure_cpu, &interval_ns)) {
+  const char* samples_path = "";
+  unsigned long long sample_interval_ns = 0;
+  int sample_gpu = 1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "s|spKsKp:Recorder", const_cast<char**>(kw), &path,
+                                   &meta, &measure_cpu, &interval_ns, &samples_path,
+                                   &sample_interval_ns, &sample_gpu)) {
     return nullptr;
   }
   RecorderObject* self = reinterpret_cast<RecorderObject*>(type->tp_alloc(type, 0));
@@ -472,7 +499,11 @@ PyObject* recorder_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   config.meta_json = meta;
   config.measure_cpu = measure_cpu != 0;
   config.snapshot_interval_ns = interval_ns;
+  config.samples_path = samples_path;
+  config.sample_interval_ns = sample_interval_ns;
+  config.sample_gpu = sample_gpu != 0;
   self->worker = new lp::Worker(std::move(config));
+  if (self->worker->has_sampler()) self->worker->sampler().set_cuda_probe(&cuda_probe);
   self->closed = false;
   self->weakreflist = nullptr;
   return reinterpret_cast<PyObject*>(self);

@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from lineprofiler import _core
-from lineprofiler.accounting import _identity
+from lineprofiler.accounting import _identity, capabilities
 from lineprofiler.accounting.stats import PhaseStats, tree_from_worker_doc
 
 ENV_PROFILE = "LINEPROFILER_PROFILE"
@@ -120,7 +120,11 @@ class Profiler:
             self.run_dir, self.host, self.run_id, self.pid, self.uid8
         )
         self._rec = _core.Recorder(
-            str(self.worker_path), self._meta_json(), self.measure_cpu, self._snapshot_interval_ns
+            str(self.worker_path),
+            self._meta_json(),
+            self.measure_cpu,
+            self._snapshot_interval_ns,
+            **self._sampler_options(),
         )
         self.phase = self._rec.phase
         self.count = self._rec.count
@@ -219,6 +223,16 @@ class Profiler:
             "sample_interval_s": self.sample_interval_s,
             "thread_names": self.thread_names,
             "lineprofiler_version": _version(),
+        }
+
+    def _sampler_options(self) -> dict[str, Any]:
+        # The sampler's sidecar sits beside the worker file: w_<...>.samples (+ .tags).
+        if self.sample_interval_s is None or self.worker_path is None:
+            return {}
+        _core.set_cuda_probe(capabilities.cuda_memory_now)
+        return {
+            "samples_path": str(self.worker_path.with_suffix(".samples")),
+            "sample_interval_ns": _interval_ns(self.sample_interval_s, "sample_interval_s"),
         }
 
     def _meta_json(self) -> str:
