@@ -14,7 +14,7 @@ std::atomic<uint64_t> g_next_generation{1};
 uint64_t current_os_tid() { return uint64_t(syscall(SYS_gettid)); }
 }  // namespace
 
-thread_local Recorder::TlsCache Recorder::tls_cache;
+thread_local Recorder::TlsCache Recorder::tls_cache __attribute__((tls_model("initial-exec")));
 
 ThreadState::ThreadState(uint64_t os_tid, std::string thread_name, bool measure_cpu)
     : os_tid_(os_tid), thread_name_(std::move(thread_name)), measure_cpu_(measure_cpu) {

@@ -252,7 +252,8 @@ class Recorder {
     uint64_t gen = 0;
     ThreadState* state = nullptr;
   };
-  static thread_local TlsCache tls_cache;
+  // initial-exec: one %fs-relative load instead of a __tls_get_addr call from the module.
+  static thread_local TlsCache tls_cache __attribute__((tls_model("initial-exec")));
 
   RecorderOptions options_;
   uint64_t generation_;

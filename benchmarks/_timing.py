@@ -1,0 +1,42 @@
+"""Interleaved, side-by-side timing: the machine is shared and noisy, so every case is measured in
+the same process in alternating rounds and the best round is kept; compare ratios, not absolutes."""
+
+from __future__ import annotations
+
+import gc
+import timeit
+
+
+def calibrate(stmt: str, g: dict, target_s: float = 0.02) -> int:
+    number = 1000
+    while True:
+        t = timeit.Timer(stmt, globals=g).timeit(number)
+        if t >= target_s / 4 or number >= 10_000_000:
+            return max(1000, int(number * target_s / max(t, 1e-9)))
+        number *= 4
+
+
+def best_ns_per_call(cases: dict[str, tuple[str, dict]], rounds: int = 15) -> dict[str, float]:
+    """Best-of-rounds ns per execution of each case's statement, rounds interleaved across cases."""
+    numbers = {name: calibrate(stmt, g) for name, (stmt, g) in cases.items()}
+    best = {name: float("inf") for name in cases}
+    timers = {name: timeit.Timer(stmt, globals=g) for name, (stmt, g) in cases.items()}
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(rounds):
+            for name, timer in timers.items():
+                t = timer.timeit(numbers[name]) / numbers[name] * 1e9
+                best[name] = min(best[name], t)
+    finally:
+        if gc_was:
+            gc.enable()
+    return best
+
+
+def table(rows: list[tuple[str, float, str]], title: str) -> str:
+    width = max(len(r[0]) for r in rows) + 2
+    out = [title, "", f"{'case':<{width}}{'ns/call':>10}  {'ratio':>16}"]
+    for name, ns, ratio in rows:
+        out.append(f"{name:<{width}}{ns:>10.1f}  {ratio:>16}")
+    return "\n".join(out)

@@ -1,0 +1,179 @@
+"""Overhead of lineprofiler.accounting per phase enter+exit, side by side with the floor and peers.
+
+    python benchmarks/bench_accounting.py [--json] [--rounds N]
+
+Every row of the spec's overhead table, measured in one process in interleaved rounds, as ns per
+call and as a ratio to the floor: `with obj.phase("x"): pass` where obj.phase is a C function
+returning a C object whose __enter__/__exit__ do nothing (lineprofiler._core.null_phase). count() is compared with an empty C method
+call taking two arguments. Peers doing a comparable job are measured where installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _timing import best_ns_per_call, table  # noqa: E402
+from lineprofiler import _core, accounting  # noqa: E402
+from lineprofiler.accounting import Profiler  # noqa: E402
+
+
+class PyPhaseTimer:
+    """The pure-Python peer: a context manager adding perf_counter_ns deltas to a dict."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, int] = {}
+        self.calls: dict[str, int] = {}
+
+    def phase(self, name: str) -> _PyScope:
+        return _PyScope(self, name)
+
+
+class _PyScope:
+    __slots__ = ("owner", "name", "t0")
+
+    def __init__(self, owner: PyPhaseTimer, name: str) -> None:
+        self.owner, self.name = owner, name
+
+    def __enter__(self) -> _PyScope:
+        self.t0 = time.perf_counter_ns()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        dt = time.perf_counter_ns() - self.t0
+        o = self.owner
+        o.totals[self.name] = o.totals.get(self.name, 0) + dt
+        o.calls[self.name] = o.calls.get(self.name, 0) + 1
+
+
+def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
+    quiet = dict(snapshot_interval_s=None, sample_interval_s=None)
+    off = Profiler(run_dir=run_dir, enabled=False)
+    on_nocpu = Profiler(run_dir=run_dir, enabled=True, measure_cpu=False, **quiet)
+    on_cpu = Profiler(run_dir=run_dir, enabled=True, measure_cpu=True, **quiet)
+    opened = [on_nocpu, on_cpu]
+    g = {
+        "null": SimpleNamespace(phase=_core.null_phase),
+        "noop": _core.bench_noop,
+        "off": off,
+        "on_nocpu": on_nocpu,
+        "on_cpu": on_cpu,
+        "accounting": accounting,
+        "py": PyPhaseTimer(),
+    }
+    cases: dict[str, tuple[str, dict]] = {
+        "floor: with on an empty C context manager": ("with null.phase('x'): pass", g),
+        "floor: empty C method call, two arguments": ("noop('x', 1)", g),
+        "phase(), enabled=False": ("with off.phase('x'): pass", g),
+        "accounting.phase(), nothing installed": ("with accounting.phase('x'): pass", g),
+        "phase(), enabled=True, measure_cpu=False": ("with on_nocpu.phase('x'): pass", g),
+        "phase(), enabled=True, measure_cpu=True": ("with on_cpu.phase('x'): pass", g),
+        "count()": ("on_cpu.count('x', 1)", g),
+        "peer: pure-Python phase timer (dict of totals)": ("with py.phase('x'): pass", g),
+    }
+    # accounting.phase() with a profiler installed, against the same profiler's phase().
+    inst_g = dict(g)
+    installed = Profiler(run_dir=run_dir, enabled=True, measure_cpu=False, install=True, **quiet)
+    opened.append(installed)
+    inst_g["inst"] = installed
+    cases["accounting.phase(), installed, measure_cpu=False"] = (
+        "with accounting.phase('x'): pass",
+        inst_g,
+    )
+    cases["profiler.phase() of that installed profiler"] = ("with inst.phase('x'): pass", inst_g)
+    try:
+        import torch  # noqa: F401
+        from torch.profiler import record_function
+
+        g["record_function"] = record_function
+        cases["peer: torch.profiler.record_function, no profiler active"] = (
+            "with record_function('x'): pass",
+            g,
+        )
+    except Exception:
+        pass
+    try:
+        from codetiming import Timer
+
+        g["Timer"] = Timer
+        cases["peer: codetiming.Timer"] = ("with Timer('x', logger=None): pass", g)
+    except Exception:
+        pass
+    try:
+        import nvtx
+
+        g["nvtx"] = nvtx
+        cases["peer: nvtx.annotate"] = ("with nvtx.annotate('x'): pass", g)
+    except Exception:
+        pass
+    return cases, opened
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--rounds", type=int, default=15)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        cases, opened = build_cases(Path(tmp))
+        try:
+            ns = best_ns_per_call(cases, rounds=args.rounds)
+        finally:
+            for p in opened:
+                p.close()
+    floor = ns["floor: with on an empty C context manager"]
+    call_floor = ns["floor: empty C method call, two arguments"]
+    ratios: dict[str, float] = {}
+    for name, v in ns.items():
+        base = call_floor if name == "count()" or "C method" in name else floor
+        ratios[name] = v / base
+    delta = (
+        ns["accounting.phase(), installed, measure_cpu=False"]
+        - ns["profiler.phase() of that installed profiler"]
+    )
+    info = {
+        "date": time.strftime("%Y-%m-%d"),
+        "python": platform.python_version(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "wall_clock": _core.wall_clock_name(),
+    }
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "info": info,
+                    "ns_per_call": ns,
+                    "ratio": ratios,
+                    "installed_dispatch_delta_ns": delta,
+                },
+                indent=2,
+            )
+        )
+        return 0
+    rows = []
+    for name, v in ns.items():
+        base = "empty C call" if name == "count()" or "C method" in name else "floor"
+        rows.append((name, v, f"{ratios[name]:.2f}x {base}"))
+    print(
+        table(
+            rows,
+            f"lineprofiler.accounting overhead per enter+exit ({info['date']}, Python {info['python']}, {info['machine']}, wall clock {info['wall_clock']})",
+        )
+    )
+    print(f"\naccounting.phase() vs profiler.phase(), enabled: {delta:+.1f} ns")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

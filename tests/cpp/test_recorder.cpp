@@ -1,0 +1,199 @@
+// tests/cpp/test_recorder.cpp: tree nesting, self time, counters, snapshots racing recording.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "lp_core/names.h"
+#include "lp_core/recorder.h"
+#include "lp_core/worker.h"
+
+namespace {
+
+const lp::NodeSnapshot* find(const lp::ThreadSnapshot& t, std::initializer_list<const char*> path) {
+  uint32_t node = lp::kRootNode;
+  for (const char* name : path) {
+    uint32_t id = lp::NameTable::instance().intern(name);
+    uint32_t next = UINT32_MAX;
+    for (const auto& n : t.nodes) {
+      if (n.parent == node && n.name_id == id && n.index != lp::kRootNode) next = n.index;
+    }
+    if (next == UINT32_MAX) return nullptr;
+    node = next;
+  }
+  return &t.nodes[node];
+}
+
+void spin_ns(uint64_t ns) {
+  uint64_t t0 = lp::monotonic_ns();
+  while (lp::monotonic_ns() - t0 < ns) {
+  }
+}
+
+}  // namespace
+
+TEST_CASE("nesting builds a tree keyed by the path of names") {
+  lp::wall_clock_init();
+  lp::Recorder rec(lp::RecorderOptions{true});
+  lp::ThreadState* ts = rec.register_thread("main");
+  REQUIRE(rec.thread_state() == ts);
+  uint32_t it = lp::NameTable::instance().intern("iteration");
+  uint32_t a = lp::NameTable::instance().intern("a");
+  uint32_t b = lp::NameTable::instance().intern("b");
+  int tok_it, tok_a, tok_b;
+  for (int i = 0; i < 3; ++i) {
+    ts->enter(it, &tok_it);
+    ts->enter(a, &tok_a);
+    spin_ns(200000);
+    ts->exit(&tok_a);
+    ts->enter(b, &tok_b);
+    ts->count(lp::NameTable::instance().intern("items"), 5);
+    ts->exit(&tok_b);
+    ts->exit(&tok_it);
+  }
+  ts->count(lp::NameTable::instance().intern("at_root"), 2);
+  auto snap = rec.snapshot();
+  REQUIRE(snap.size() == 1);
+  const auto* n_it = find(snap[0], {"iteration"});
+  const auto* n_a = find(snap[0], {"iteration", "a"});
+  const auto* n_b = find(snap[0], {"iteration", "b"});
+  REQUIRE(n_it);
+  REQUIRE(n_a);
+  REQUIRE(n_b);
+  CHECK(n_it->calls == 3);
+  CHECK(n_a->calls == 3);
+  CHECK(n_a->wall_ns >= 3 * 200000);
+  CHECK(n_it->wall_ns >= n_a->wall_ns + n_b->wall_ns);
+  CHECK(n_a->cpu_ns <= n_a->wall_ns + 100000);
+  CHECK(n_a->cpu_ns >= n_a->wall_ns / 2);  // it spun
+  REQUIRE(n_b->counters.size() == 1);
+  CHECK(n_b->counters[0].second == 15);
+  REQUIRE(snap[0].nodes[0].counters.size() == 1);
+  CHECK(snap[0].nodes[0].counters[0].second == 2);
+  uint64_t hist_total = 0;
+  for (auto& [bucket, count] : n_a->hist) hist_total += count;
+  CHECK(hist_total == 3);
+}
+
+TEST_CASE("out-of-order exits close the frames above; unmatched exits record nothing") {
+  lp::Recorder rec(lp::RecorderOptions{false});
+  lp::ThreadState* ts = rec.register_thread("main");
+  uint32_t x = lp::NameTable::instance().intern("x");
+  uint32_t y = lp::NameTable::instance().intern("y");
+  int tx, ty, never;
+  ts->enter(x, &tx);
+  ts->enter(y, &ty);
+  ts->exit(&tx);  // closes y then x
+  CHECK(ts->depth() == 0);
+  ts->exit(&ty);  // already closed: nothing
+  ts->exit(&never);
+  auto snap = rec.snapshot();
+  CHECK(find(snap[0], {"x"})->calls == 1);
+  CHECK(find(snap[0], {"x", "y"})->calls == 1);
+}
+
+TEST_CASE("depth overflow is counted, and the tree folds at kMaxNodes") {
+  lp::Recorder rec(lp::RecorderOptions{false});
+  lp::ThreadState* ts = rec.register_thread("main");
+  uint32_t d = lp::NameTable::instance().intern("deep");
+  static int tokens[lp::kMaxDepth + 10];
+  for (uint32_t i = 0; i < lp::kMaxDepth + 10; ++i) ts->enter(d, &tokens[i]);
+  for (uint32_t i = lp::kMaxDepth + 10; i-- > 0;) ts->exit(&tokens[i]);
+  CHECK(ts->depth() == 0);
+  CHECK(ts->depth_overflow.load() == 10);
+
+  int tok;
+  for (uint32_t i = 0; i < lp::kMaxNodes + 50; ++i) {
+    uint32_t id = lp::NameTable::instance().intern("fold_" + std::to_string(i));
+    ts->enter(id, &tok);
+    ts->exit(&tok);
+  }
+  CHECK(ts->folded_entries.load() > 0);
+  auto snap = rec.snapshot();
+  CHECK(snap[0].nodes.size() <= lp::kMaxNodes + 1);
+  const auto* folded = find(snap[0], {"(folded)"});
+  REQUIRE(folded);
+  CHECK(folded->calls == ts->folded_entries.load());
+}
+
+TEST_CASE("snapshots race recording threads safely (run under TSan)") {
+  lp::Recorder rec(lp::RecorderOptions{true});
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&rec, &stop, t] {
+      lp::ThreadState* ts = rec.register_thread("t" + std::to_string(t));
+      int tok1, tok2;
+      uint64_t i = 0;
+      while (!stop.load()) {
+        ts->enter(lp::NameTable::instance().intern("outer"), &tok1);
+        ts->enter(lp::NameTable::instance().intern("inner_" + std::to_string(i++ % 7)), &tok2);
+        ts->count(lp::NameTable::instance().intern("n"), 1);
+        ts->exit(&tok2);
+        ts->exit(&tok1);
+      }
+    });
+  }
+  for (int i = 0; i < 50; ++i) {
+    auto snap = rec.snapshot();
+    for (auto& t : snap) {
+      for (auto& n : t.nodes) CHECK(n.parent < t.nodes.size());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  stop = true;
+  for (auto& th : threads) th.join();
+  auto snap = rec.snapshot();
+  CHECK(snap.size() == 3);
+  for (auto& t : snap) {
+    const auto* outer = find(t, {"outer"});
+    REQUIRE(outer);
+    uint64_t inner_calls = 0;
+    for (auto& n : t.nodes) {
+      if (n.parent == outer->index) inner_calls += n.calls;
+    }
+    CHECK(inner_calls == outer->calls);
+  }
+}
+
+TEST_CASE("the worker writes atomically and its snapshot thread flushes periodically") {
+  char dir_template[] = "/tmp/lp_worker_test_XXXXXX";
+  REQUIRE(mkdtemp(dir_template));
+  std::string path = std::string(dir_template) + "/workers/host/w_run_1_abcd.json";
+  lp::WorkerConfig config;
+  config.path = path;
+  config.meta_json = "{\"role\":\"test\"}";
+  config.snapshot_interval_ns = 5 * 1000 * 1000;
+  lp::Worker worker(config);
+  lp::ThreadState* ts = worker.recorder().register_thread("main");
+  int tok;
+  ts->enter(lp::NameTable::instance().intern("with \"quotes\"\n"), &tok);
+  ts->exit(&tok);
+  worker.start_thread();
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  worker.stop_thread();
+  CHECK(worker.stats().writes >= 2);
+  CHECK(worker.flush(true) == 0);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  CHECK(text.str().find("\"final\":true") != std::string::npos);
+  CHECK(text.str().find("\"path\":[\"with \\\"quotes\\\"\\u000a\"]") != std::string::npos);
+  CHECK(text.str().find("\"role\":\"test\"") != std::string::npos);
+  std::ifstream tmp(path + ".tmp");
+  CHECK(!tmp.good());  // no temporary left behind
+}
+
+TEST_CASE("a failed write is counted and leaves nothing") {
+  lp::WorkerConfig config;
+  config.path = "/proc/definitely/not/writable.json";
+  lp::Worker worker(config);
+  CHECK(worker.flush(false) != 0);
+  CHECK(worker.stats().errors == 1);
+  CHECK(!worker.stats().last_error.empty());
+}
