@@ -105,7 +105,15 @@ void add_own_io(const IoCounters& d) {
   if (d.write_bytes) g_own_write_bytes.fetch_add(d.write_bytes, std::memory_order_relaxed);
 }
 
-OwnIoMeter::OwnIoMeter() {
+namespace {
+std::mutex* g_own_io_mutex = new std::mutex();  // never destroyed (used until exit)
+}  // namespace
+
+std::mutex& own_io_mutex() { return *g_own_io_mutex; }
+
+void reset_own_io_mutex_after_fork() { g_own_io_mutex = new std::mutex(); }
+
+OwnIoMeter::OwnIoMeter() : lock_(own_io_mutex()) {
   if (file_.open(thread_io_path()) == 0) started_ = file_.read(&before_) >= 0;
 }
 
@@ -115,7 +123,10 @@ void OwnIoMeter::finish() {
   IoCounters after;
   long n = started_ ? file_.read(&after) : -1;
   file_.close();
-  if (n < 0) return;
+  if (n < 0) {
+    lock_.unlock();
+    return;
+  }
   // rchar is left out: the two reads' own bytes were already added to the totals by read(), and
   // the writes being measured read nothing through read(2).
   IoCounters d;
@@ -126,6 +137,7 @@ void OwnIoMeter::finish() {
   delta_ = d;
   ok_ = true;
   add_own_io(d);
+  lock_.unlock();
 }
 
 std::string thread_io_path() {

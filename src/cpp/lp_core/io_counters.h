@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 namespace lp {
@@ -55,9 +56,16 @@ IoCounters own_io_totals();
 /// Adds measured own I/O to own_io_totals().
 void add_own_io(const IoCounters& delta);
 
+/// Serialises the profiler's own measured writes with the sampler's read of the process counters,
+/// so a write is never half in one interval's counters and half in the next's exclusion.
+std::mutex& own_io_mutex();
+/// In a forked child: a fresh own_io_mutex() (a parent thread may have held it at the fork).
+void reset_own_io_mutex_after_fork();
+
 /// Measures the calling thread's I/O around a block of the profiler's own writes (its own file
 /// opened per use: one open, two preads, one close) and adds the difference to own_io_totals().
-/// If either read fails nothing is added and ok() is false.
+/// If either read fails nothing is added and ok() is false. Holds own_io_mutex() from construction
+/// to finish().
 class OwnIoMeter {
  public:
   OwnIoMeter();
@@ -68,6 +76,7 @@ class OwnIoMeter {
   const IoCounters& delta() const { return delta_; }
 
  private:
+  std::unique_lock<std::mutex> lock_;
   IoCounterFile file_;
   IoCounters before_;
   IoCounters delta_;

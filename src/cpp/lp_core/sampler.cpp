@@ -89,7 +89,10 @@ void Sampler::set_cuda_probe(CudaProbe probe) {
 
 void Sampler::init_locked() {
   inited_ = true;
-  stats_.io_available = proc_io_.open(process_io_path()) == 0;
+  std::string io_path = process_io_path();
+  stats_.io_available = proc_io_.open(io_path) == 0;
+  // Our own I/O is in the kernel's counters; a scripted file (tests) never contains it.
+  subtract_own_ = io_path == "/proc/self/io";
   statm_fd_ = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
   if (gpu_wanted_ && !nvml_) {
     nvml_ = new Nvml();
@@ -132,8 +135,11 @@ void Sampler::init_locked() {
   }
   meter.finish();
 
-  prev_ok_ = proc_io_.read(&prev_) >= 0;
-  prev_own_ = own_io_totals();
+  {
+    std::lock_guard<std::mutex> own_lock(own_io_mutex());
+    prev_own_ = own_io_totals();
+    prev_ok_ = proc_io_.read(&prev_) >= 0;
+  }
   for (int64_t& c : carry_) c = 0;
   prev_mono_ns_ = monotonic_ns();
   prev_tag_ = tag_locked(recorder_.first_thread_open_path());
@@ -198,9 +204,18 @@ void Sampler::sample_now(bool allow_probe) {
   row[kSwTag] = prev_tag_;
   int64_t flags = 0;
 
-  IoCounters now;
-  bool ok = proc_io_.read(&now) >= 0;
-  IoCounters own = own_io_totals();
+  IoCounters now, own;
+  bool ok;
+  {
+    std::lock_guard<std::mutex> own_lock(own_io_mutex());
+    own = own_io_totals();  // before the read: the read's own bytes are not in `now` either
+    ok = proc_io_.read(&now) >= 0;
+  }
+  // Cumulative counters never go backwards; a reading that does is as unusable as a failed one.
+  bool backwards = ok && prev_ok_ &&
+                   (now.rchar < prev_.rchar || now.wchar < prev_.wchar ||
+                    now.read_bytes < prev_.read_bytes || now.write_bytes < prev_.write_bytes);
+  if (backwards) ok = false;
   if (ok && prev_ok_) {
     const uint64_t cur[4] = {now.read_bytes, now.write_bytes, now.rchar, now.wchar};
     const uint64_t old[4] = {prev_.read_bytes, prev_.write_bytes, prev_.rchar, prev_.wchar};
@@ -210,11 +225,12 @@ void Sampler::sample_now(bool allow_probe) {
     for (int k = 0; k < 4; ++k) {
       // A write of ours that straddles the read lands here before its measurement does: the
       // excess is carried to the next interval rather than clamped away.
-      int64_t d = int64_t(cur[k] - old[k]) - int64_t(own_now[k] - own_old[k]) + carry_[k];
+      int64_t own_d = subtract_own_ ? int64_t(own_now[k] - own_old[k]) : 0;
+      int64_t d = int64_t(cur[k] - old[k]) - own_d + carry_[k];
       carry_[k] = d < 0 ? d : 0;
       row[kSwReadBytes + k] = d < 0 ? 0 : d;
     }
-    row[kSwOwnWriteBytes] = int64_t(own_now[1] - own_old[1]);
+    row[kSwOwnWriteBytes] = subtract_own_ ? int64_t(own_now[1] - own_old[1]) : 0;
     flags |= kSfIo;
   } else {
     stats_.dropped += 1;

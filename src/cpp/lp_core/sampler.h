@@ -120,6 +120,7 @@ class Sampler {
   IoCounters prev_;
   IoCounters prev_own_;
   int64_t carry_[4] = {0, 0, 0, 0};
+  bool subtract_own_ = true;
   uint64_t prev_mono_ns_ = 0;
   uint32_t prev_tag_ = 0;
   std::map<std::vector<uint32_t>, uint32_t> tags_;

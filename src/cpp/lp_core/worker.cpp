@@ -108,6 +108,7 @@ void Worker::run_thread() {
 
 void Worker::reset_after_fork(std::string path, std::string meta_json) {
   new (&mu_) std::mutex();  // a parent thread may have held it at the fork
+  reset_own_io_mutex_after_fork();
   recorder_.reset_after_fork();
   config_.path = std::move(path);
   config_.meta_json = std::move(meta_json);
