@@ -191,11 +191,15 @@ class RunResources:
     def write_peak_per_s(self) -> int | None:
         return max(self.write_per_s.values(), default=None)
 
-    def sparkline_bins(self, width: int = SPARK_WIDTH) -> list[int]:
-        """Write bytes per column over the sampled span (the I/O block's sparkline)."""
+    def sparkline_bins(
+        self, width: int = SPARK_WIDTH, start: float | None = None, end: float | None = None
+    ) -> list[int]:
+        """Write bytes per column over [start, end] (Unix s; default: the seconds with writes)."""
         if not self.write_per_s:
             return []
         lo, hi = min(self.write_per_s), max(self.write_per_s)
+        if start is not None and end is not None and end >= start:
+            lo, hi = min(lo, int(start)), max(hi, int(end))
         span = hi - lo + 1
         bins = [0] * min(width, span)
         n = len(bins)
@@ -256,9 +260,10 @@ def reduce_table(
             k = s // 1_000_000_000
             wps[k] = wps.get(k, 0) + b
 
-    rss = max(c[W_RSS], default=-1)
-    ca = max(c[W_CUDA_ALLOC], default=-1)
-    cr = max(c[W_CUDA_RES], default=-1)
+    # A column counts only where its flag says it was measured (-1 or 0 otherwise: never a peak).
+    rss = max((v for v, f in zip(c[W_RSS], flags, strict=True) if f & F_RSS), default=-1)
+    ca = max((v for v, f in zip(c[W_CUDA_ALLOC], flags, strict=True) if f & F_CUDA), default=-1)
+    cr = max((v for v, f in zip(c[W_CUDA_RES], flags, strict=True) if f & F_CUDA), default=-1)
     res.memory.append(
         ProcessMemory(
             worker.role,

@@ -46,7 +46,7 @@ def resources_doc(view: RunView) -> dict[str, Any] | None:
                 "read_bytes_per_s": _rate(io.read_bytes, res.read_moving_ns),
                 "write_bytes_per_s": _rate(io.write_bytes, res.write_moving_ns),
                 "write_peak_bytes_per_s": res.write_peak_per_s,
-                "write_sparkline_bytes": res.sparkline_bins(),
+                "write_sparkline_bytes": res.sparkline_bins(start=run.start_time, end=run.end_time),
                 "no_phase_open_share": res.no_phase_share,
                 "intervals": res.rows,
                 "dropped_intervals": res.dropped,
@@ -66,8 +66,7 @@ def resources_doc(view: RunView) -> dict[str, Any] | None:
         if procs:
             doc["memory"] = {
                 "processes": [
-                    {"role": m.role, "worker": m.label, "rss_peak_bytes": m.rss_peak}
-                    for m in procs
+                    {"role": m.role, "worker": m.label, "rss_peak_bytes": m.rss_peak} for m in procs
                 ],
                 "roles": {
                     role: max(m.rss_peak or 0 for m in procs if m.role == role)

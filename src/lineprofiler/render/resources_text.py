@@ -73,7 +73,7 @@ def io_block(view: RunView) -> list[str]:
         f"{'Write':<30}{fmt_bytes(io.write_bytes):>12}"
         f"{fmt_rate(io.write_bytes, res.write_moving_ns):>16}"
     )
-    bins = res.sparkline_bins()
+    bins = res.sparkline_bins(start=view.run.start_time, end=view.run.end_time)
     if bins:
         top = max(bins) or 1
         line = "".join(SPARK[0 if b == 0 else max(1, round(b * 8 / top))] for b in bins)
@@ -82,9 +82,9 @@ def io_block(view: RunView) -> list[str]:
     share = res.no_phase_share
     if share is not None:
         out.append(f"  {fmt_share(share)} of traffic landed with (no phase open)")
-    tagged = sorted(
-        res.by_tag.items(), key=lambda kv: -(kv[1].read_chars + kv[1].write_chars)
-    )[:TOP_TAGS]
+    tagged = sorted(res.by_tag.items(), key=lambda kv: -(kv[1].read_chars + kv[1].write_chars))[
+        :TOP_TAGS
+    ]
     if tagged and not (len(tagged) == 1 and tagged[0][0] == NO_PHASE):
         out.append("  by phase open at each interval's start (1-interval resolution):")
         width = max(24, max(len(_path_name(p)) for p, _ in tagged) + 2)
