@@ -23,11 +23,6 @@ std::atomic<uint64_t> g_own_wchar{0};
 std::atomic<uint64_t> g_own_read_bytes{0};
 std::atomic<uint64_t> g_own_write_bytes{0};
 
-bool key_is(const char* p, const char* end, const char* key) {
-  size_t n = std::strlen(key);
-  return size_t(end - p) > n && std::memcmp(p, key, n) == 0 && p[n] == ':';
-}
-
 }  // namespace
 
 bool parse_proc_io(const char* text, size_t len, IoCounters* out) {
@@ -36,28 +31,32 @@ bool parse_proc_io(const char* text, size_t len, IoCounters* out) {
   const char* p = text;
   const char* end = text + len;
   while (p < end) {
-    const char* eol = static_cast<const char*>(std::memchr(p, '\n', size_t(end - p)));
-    if (!eol) eol = end;
+    const char* colon = static_cast<const char*>(std::memchr(p, ':', size_t(end - p)));
+    if (!colon) break;
+    // Keys are told apart by length and first letter: rchar, wchar, read_bytes, write_bytes.
+    size_t klen = size_t(colon - p);
     uint64_t* slot = nullptr;
     unsigned bit = 0;
-    if (key_is(p, eol, "rchar")) {
+    if (klen == 5 && std::memcmp(p, "rchar", 5) == 0) {
       slot = &c.rchar, bit = 1;
-    } else if (key_is(p, eol, "wchar")) {
+    } else if (klen == 5 && std::memcmp(p, "wchar", 5) == 0) {
       slot = &c.wchar, bit = 2;
-    } else if (key_is(p, eol, "read_bytes")) {
+    } else if (klen == 10 && std::memcmp(p, "read_bytes", 10) == 0) {
       slot = &c.read_bytes, bit = 4;
-    } else if (key_is(p, eol, "write_bytes")) {
+    } else if (klen == 11 && std::memcmp(p, "write_bytes", 11) == 0) {
       slot = &c.write_bytes, bit = 8;
     }
+    const char* q = colon + 1;
+    while (q < end && *q == ' ') ++q;
     if (slot) {
-      const char* q = static_cast<const char*>(std::memchr(p, ':', size_t(eol - p))) + 1;
-      while (q < eol && *q == ' ') ++q;
-      if (q == eol || *q < '0' || *q > '9') return false;
+      if (q == end || *q < '0' || *q > '9') return false;
       uint64_t v = 0;
-      while (q < eol && *q >= '0' && *q <= '9') v = v * 10 + uint64_t(*q++ - '0');
+      while (q < end && *q >= '0' && *q <= '9') v = v * 10 + uint64_t(*q++ - '0');
       *slot = v;
       found |= bit;
     }
+    const char* eol = static_cast<const char*>(std::memchr(q, '\n', size_t(end - q)));
+    if (!eol) break;
     p = eol + 1;
   }
   if (found != 15) return false;
