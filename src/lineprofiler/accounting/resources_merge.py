@@ -25,8 +25,10 @@ from __future__ import annotations
 import json
 import sys
 from array import array
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import and_, eq, gt, le, mul, ne, or_, sub
 from pathlib import Path
 from typing import Any
 
@@ -215,28 +217,52 @@ def _resources(run: MergedRun) -> RunResources:
     return got
 
 
+def _where(col: array, mask: Iterable[Any]) -> Iterator[int]:
+    return compress(col, mask)
+
+
+def _flag_mask(flags: array, bit: int) -> Iterable[Any]:
+    """A truthy-per-row mask of ``flags & bit`` (all-true shortcut when every row has it)."""
+    return map(and_, flags, repeat(bit))
+
+
 def reduce_table(
     res: RunResources, t: SampleTable, tags: Mapping[int, tuple[str, ...]], worker: Worker
 ) -> None:
-    """Adds one worker's rows to the run's accumulators."""
+    """Adds one worker's rows to the run's accumulators.
+
+    Every pass is a C-level iterator (sum/max over map/compress of array columns), so a 12-hour
+    worker (43,200 rows) reduces in milliseconds without numpy.
+    """
     c = t.cols
+    n = t.rows
     res.workers_with_samples += 1
-    res.rows += t.rows
+    res.rows += n
     flags = c[W_FLAGS]
-    io_rows = sum(1 for f in flags if f & F_IO)
+    distinct = set(flags)
+    io_rows = sum(flags.count(f) for f in distinct if f & F_IO)
+    all_have = {bit: all(f & bit for f in distinct) for bit in (F_RSS, F_CUDA)}
     res.io_rows += io_rows
-    res.dropped += t.rows - io_rows
+    res.dropped += n - io_rows
     rb, wb, rc, wc, dt, tag, ts = c[W_RB], c[W_WB], c[W_RC], c[W_WC], c[W_DT], c[W_TAG], c[W_T]
     res.io.add(sum(rb), sum(wb), sum(rc), sum(wc))
     res.own_write_bytes += sum(c[W_OWN_WB])
-    res.read_moving_ns += sum(d for d, x in zip(dt, rb, strict=True) if x)
-    res.write_moving_ns += sum(d for d, x in zip(dt, wb, strict=True) if x)
-    res.cache_moving_ns += sum(d for d, x, y in zip(dt, rc, rb, strict=True) if x > y)
+    res.read_moving_ns += sum(compress(dt, rb))
+    res.write_moving_ns += sum(compress(dt, wb))
+    res.cache_moving_ns += sum(compress(dt, map(gt, rc, rb)))
 
-    # Per tag: sum per tag id first (ints), then map ids to paths once.
+    # Per tag: one C-level pass per distinct tag (a handful); a loop only for many tags.
+    tag_ids = set(tag)
     per_id: dict[int, list[int]] = {}
-    for g, a, b, r, w in zip(tag, rb, wb, rc, wc, strict=True):
-        if a or b or r or w:
+    if len(tag_ids) == 1:
+        per_id[next(iter(tag_ids))] = [sum(rb), sum(wb), sum(rc), sum(wc)]
+    elif len(tag_ids) <= 16:
+        moving = bytes(map(bool, map(or_, map(or_, rb, wb), map(or_, rc, wc))))  # moved bytes
+        for g in tag_ids:
+            mask = bytes(map(and_, moving, map(eq, tag, repeat(g))))
+            per_id[g] = [sum(compress(col, mask)) for col in (rb, wb, rc, wc)]
+    else:
+        for g, a, b, r, w in zip(tag, rb, wb, rc, wc, strict=True):
             acc = per_id.get(g)
             if acc is None:
                 per_id[g] = [a, b, r, w]
@@ -246,6 +272,8 @@ def reduce_table(
                 acc[2] += r
                 acc[3] += w
     for g, (a, b, r, w) in per_id.items():
+        if not (a or b or r or w):
+            continue
         path = tags.get(g)
         if path is None:
             path = ("(unknown phase)",)
@@ -255,15 +283,19 @@ def reduce_table(
         tot.add(a, b, r, w)
 
     wps = res.write_per_s
-    for s, b in zip(ts, wb, strict=True):
-        if b:
-            k = s // 1_000_000_000
-            wps[k] = wps.get(k, 0) + b
+    for s, b in zip(compress(ts, wb), compress(wb, wb), strict=True):
+        k = s // 1_000_000_000
+        wps[k] = wps.get(k, 0) + b
 
     # A column counts only where its flag says it was measured (-1 or 0 otherwise: never a peak).
-    rss = max((v for v, f in zip(c[W_RSS], flags, strict=True) if f & F_RSS), default=-1)
-    ca = max((v for v, f in zip(c[W_CUDA_ALLOC], flags, strict=True) if f & F_CUDA), default=-1)
-    cr = max((v for v, f in zip(c[W_CUDA_RES], flags, strict=True) if f & F_CUDA), default=-1)
+    def peak(col: array, bit: int) -> int:
+        if all_have.get(bit):
+            return max(col, default=-1)
+        return max(compress(col, _flag_mask(flags, bit)), default=-1)
+
+    rss = peak(c[W_RSS], F_RSS)
+    ca = peak(c[W_CUDA_ALLOC], F_CUDA)
+    cr = peak(c[W_CUDA_RES], F_CUDA)
     res.memory.append(
         ProcessMemory(
             worker.role,
@@ -280,23 +312,24 @@ def reduce_table(
         dev = res.gpus.get((worker.host, k))
         if dev is None:
             dev = res.gpus[(worker.host, k)] = GpuDevice(worker.host, k)
-        for s, d, bz, m in zip(ts, dt, busy, mine, strict=True):
-            dev.windows += 1
-            if bz >= 0:
-                dev.busy_weighted += bz * d
-                dev.busy_dt_ns += d
-            else:
-                dev.failed_windows += 1
-            if m == -1:
-                continue
-            if m >= 0:
-                dev.attributed = True
-                dev.pid_weighted += m * d
-            start = s - d
-            if dev.first_ns is None or start < dev.first_ns:
-                dev.first_ns = start
-            if dev.last_ns is None or s > dev.last_ns:
-                dev.last_ns = s
+        dev.windows += n
+        ok = list(map(le, repeat(0), busy))  # busy >= 0
+        n_ok = sum(ok)
+        dev.failed_windows += n - n_ok
+        dev.busy_weighted += sum(map(mul, compress(busy, ok), compress(dt, ok)))
+        dev.busy_dt_ns += sum(compress(dt, ok))
+        read = list(map(ne, mine, repeat(-1)))  # the per-process read succeeded
+        attributed = list(map(le, repeat(0), mine))  # a sample for our pid (absent = -2)
+        if any(attributed):
+            dev.attributed = True
+            dev.pid_weighted += sum(map(mul, compress(mine, attributed), compress(dt, attributed)))
+        if any(read):
+            first = min(map(sub, compress(ts, read), compress(dt, read)))
+            last = max(compress(ts, read))
+            if dev.first_ns is None or first < dev.first_ns:
+                dev.first_ns = first
+            if dev.last_ns is None or last > dev.last_ns:
+                dev.last_ns = last
 
 
 def read_worker_samples(
