@@ -278,3 +278,27 @@ def test_unopenable_counters_record_nothing(tmp_path):
     io = io_of(read_worker(p.worker_path), ("save",))
     assert io["calls"] == 0 and io["failed"] == 3
     assert io["read_bytes"] == io["write_bytes"] == io["read_chars"] == io["write_chars"] == 0
+
+
+def test_out_of_order_exit_records_no_bytes(tmp_path):
+    p = make(tmp_path)
+    try:
+        outer = p.phase("outer", io=True)
+        outer.__enter__()
+        inner = p.phase("inner", io=True)
+        inner.__enter__()
+        (tmp_path / "x").write_bytes(b"1" * 100)
+        outer.__exit__(None, None, None)  # closes inner too
+        inner.__exit__(None, None, None)  # no longer open: ignored
+    finally:
+        p.close()
+    doc = read_worker(p.worker_path)
+    assert io_of(doc, ("outer",)) == {
+        "calls": 0,
+        "failed": 1,
+        "read_bytes": 0,
+        "write_bytes": 0,
+        "read_chars": 0,
+        "write_chars": 0,
+    }
+    assert io_of(doc, ("outer", "inner")) is None

@@ -91,6 +91,13 @@ void ThreadState::exit_io(const void* token) {
   if (d == 0) return;
   Frame& f = frames_[d - 1];
   if (f.token != token) {
+    // Closing inner frames too: no bytes for this entry (counted as failed when it is open).
+    for (uint32_t i = d; i-- > 0;) {
+      if (frames_[i].token == token) {
+        bump(nodes_[frames_[i].node.load(std::memory_order_relaxed)].io_failed, uint64_t(1));
+        break;
+      }
+    }
     exit_out_of_order(token);
     return;
   }
