@@ -28,7 +28,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import and_, eq, gt, le, mul, ne, or_, sub
+from operator import and_, eq, gt, le, mul, ne
 from pathlib import Path
 from typing import Any
 
@@ -257,10 +257,14 @@ def reduce_table(
     if len(tag_ids) == 1:
         per_id[next(iter(tag_ids))] = [sum(rb), sum(wb), sum(rc), sum(wc)]
     elif len(tag_ids) <= 16:
-        moving = bytes(map(bool, map(or_, map(or_, rb, wb), map(or_, rc, wc))))  # moved bytes
-        for g in tag_ids:
-            mask = bytes(map(and_, moving, map(eq, tag, repeat(g))))
-            per_id[g] = [sum(compress(col, mask)) for col in (rb, wb, rc, wc)]
+        # The most frequent tag gets the remainder of the totals (one tag fewer to pass over).
+        ids = sorted(tag_ids, key=tag.count)
+        rest = [sum(rb), sum(wb), sum(rc), sum(wc)]
+        for g in ids[:-1]:
+            mask = bytes(map(eq, tag, repeat(g)))
+            sums = per_id[g] = [sum(compress(col, mask)) for col in (rb, wb, rc, wc)]
+            rest = [r - x for r, x in zip(rest, sums, strict=True)]
+        per_id[ids[-1]] = rest
     else:
         for g, a, b, r, w in zip(tag, rb, wb, rc, wc, strict=True):
             acc = per_id.get(g)
@@ -313,19 +317,23 @@ def reduce_table(
         if dev is None:
             dev = res.gpus[(worker.host, k)] = GpuDevice(worker.host, k)
         dev.windows += n
-        ok = list(map(le, repeat(0), busy))  # busy >= 0
-        n_ok = sum(ok)
-        dev.failed_windows += n - n_ok
-        dev.busy_weighted += sum(map(mul, compress(busy, ok), compress(dt, ok)))
-        dev.busy_dt_ns += sum(compress(dt, ok))
-        read = list(map(ne, mine, repeat(-1)))  # the per-process read succeeded
-        attributed = list(map(le, repeat(0), mine))  # a sample for our pid (absent = -2)
-        if any(attributed):
+        if min(busy, default=0) >= 0:  # every read succeeded: no mask needed
+            dev.busy_weighted += sum(map(mul, busy, dt))
+            dev.busy_dt_ns += sum(dt)
+        else:
+            ok = bytes(map(le, repeat(0), busy))  # busy >= 0
+            dev.failed_windows += n - sum(ok)
+            dev.busy_weighted += sum(map(mul, compress(busy, ok), compress(dt, ok)))
+            dev.busy_dt_ns += sum(compress(dt, ok))
+        if max(mine, default=-1) >= 0:  # a sample for our pid (absent = -2 counts as 0)
             dev.attributed = True
-            dev.pid_weighted += sum(map(mul, compress(mine, attributed), compress(dt, attributed)))
+            pos = bytes(map(le, repeat(0), mine))
+            dev.pid_weighted += sum(map(mul, compress(mine, pos), compress(dt, pos)))
+        read = bytes(map(ne, mine, repeat(-1)))  # the per-process read succeeded
         if any(read):
-            first = min(map(sub, compress(ts, read), compress(dt, read)))
-            last = max(compress(ts, read))
+            # rows are appended in time order: the first and last successful reads bound the span
+            i, j = read.index(1), n - 1 - read[::-1].index(1)
+            first, last = ts[i] - dt[i], ts[j]
             if dev.first_ns is None or first < dev.first_ns:
                 dev.first_ns = first
             if dev.last_ns is None or last > dev.last_ns:
