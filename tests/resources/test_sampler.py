@@ -275,3 +275,43 @@ def test_own_snapshot_and_sample_writes_are_excluded(tmp_path):
     assert doc["snapshot_seq"] >= 5  # it did write, many times
     own = status["own_io"]
     assert own["write_chars"] > 5 * 500 and own["read_chars"] > 0
+
+
+def test_forked_child_samples_into_its_own_sidecar(tmp_path):
+    """The lifecycle stops both threads around fork through stop_thread()/start_thread(); the
+    child's reset_after_fork() gives the sampler a new sidecar, its own pid and fresh baselines."""
+    p = Profiler(
+        run_dir=tmp_path / "run", enabled=True, snapshot_interval_s=None, sample_interval_s=0.01
+    )
+    try:
+        rec = p._rec
+        rec.stop_thread()
+        assert not rec.thread_running()
+        child_json = tmp_path / "run" / "child.json"
+        pid = os.fork()
+        if pid == 0:  # child: no pytest machinery, exit hard
+            code = 1
+            try:
+                rec.reset_after_fork(str(child_json), "{}")
+                rec.start_thread()
+                with open(tmp_path / "child.bin", "wb", buffering=0) as f:
+                    f.write(b"c" * 4321)
+                time.sleep(0.1)
+                rec.stop_thread()
+                rec.flush(True)
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        rec.start_thread()
+        time.sleep(0.05)
+    finally:
+        p.close()
+    child = read_worker(child_json)
+    assert child["samples"]["file"] == "child.samples"
+    t = read_samples(child_json.with_suffix(".samples"))
+    assert t.pid == pid and t.rows >= 2
+    assert sum(t.cols[W_WC]) == 4321  # the child's own bytes, none of the parent's
+    parent = read_samples(p.worker_path.with_suffix(".samples"))
+    assert parent.pid == os.getpid() and sum(parent.cols[W_WC]) == 0

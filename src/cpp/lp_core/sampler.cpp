@@ -1,10 +1,13 @@
 // lp_core/sampler.cpp: the sampler's step (counters, RSS, GPU, tag), its sidecar files and thread.
 #include "lp_core/sampler.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "lp_core/clock.h"
@@ -87,13 +90,102 @@ void Sampler::set_cuda_probe(CudaProbe probe) {
   cuda_probe_ = std::move(probe);
 }
 
+// The sum, over the process's live threads, of their I/O since the previous call (a thread seen
+// for the first time counts from its birth). Threads that exited are forgotten.
+bool Sampler::read_tasks_locked(IoCounters* live_delta) {
+  DIR* dir = opendir("/proc/self/task");
+  if (!dir) return false;
+  IoCounters sum;
+  for (auto& t : tasks_) t.second->seen = false;
+  bool ok = true;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    long tid = std::strtol(e->d_name, nullptr, 10);
+    auto it = tasks_.find(tid);
+    bool fresh = it == tasks_.end();
+    if (fresh) {
+      auto t = std::make_unique<TaskIo>();
+      if (t->file.open("/proc/self/task/" + std::string(e->d_name) + "/io") != 0) continue;
+      it = tasks_.emplace(tid, std::move(t)).first;
+    }
+    TaskIo& t = *it->second;
+    IoCounters now;
+    if (t.file.read(&now) < 0) continue;  // exited between readdir and read
+    t.seen = true;
+    IoCounters from = fresh ? IoCounters{} : t.last;
+    if (now.rchar < from.rchar || now.wchar < from.wchar || now.read_bytes < from.read_bytes ||
+        now.write_bytes < from.write_bytes) {
+      from = IoCounters{};  // a reused tid: a new thread, counted from its birth
+    }
+    sum.rchar += now.rchar - from.rchar;
+    sum.wchar += now.wchar - from.wchar;
+    sum.read_bytes += now.read_bytes - from.read_bytes;
+    sum.write_bytes += now.write_bytes - from.write_bytes;
+    t.last = now;
+  }
+  closedir(dir);
+  for (auto it = tasks_.begin(); it != tasks_.end();) {
+    it = it->second->seen ? std::next(it) : tasks_.erase(it);
+  }
+  *live_delta = sum;
+  return ok;
+}
+
+// Whether a child process was reaped since the previous call (RUSAGE_CHILDREN moved).
+bool Sampler::children_reaped_locked() {
+  rusage ru{};
+  if (getrusage(RUSAGE_CHILDREN, &ru) != 0) return false;
+  long sig[8] = {long(ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec),
+                 long(ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec),
+                 ru.ru_minflt,
+                 ru.ru_majflt,
+                 ru.ru_inblock,
+                 ru.ru_oublock,
+                 ru.ru_nvcsw,
+                 ru.ru_nivcsw};
+  bool changed = std::memcmp(sig, children_sig_, sizeof sig) != 0;
+  std::memcpy(children_sig_, sig, sizeof sig);
+  return changed;
+}
+
 void Sampler::init_locked() {
   inited_ = true;
+  header_written_ = false;
   std::string io_path = process_io_path();
   stats_.io_available = proc_io_.open(io_path) == 0;
   // Our own I/O is in the kernel's counters; a scripted file (tests) never contains it.
   subtract_own_ = io_path == "/proc/self/io";
   statm_fd_ = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  {
+    OwnIoMeter meter;
+    tags_fd_ =
+        ::open(tags_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    tags_.clear();
+    tags_[std::vector<uint32_t>()] = 0;
+    if (tags_fd_ >= 0) {
+      const char line[] = "[0,[]]\n";
+      write_all(tags_fd_, line, sizeof line - 1);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> own_lock(own_io_mutex());
+    prev_own_ = own_io_totals();
+    prev_ok_ = proc_io_.read(&prev_) >= 0;
+  }
+  if (subtract_own_) {
+    IoCounters ignored;
+    tasks_.clear();
+    read_tasks_locked(&ignored);
+    children_reaped_locked();
+  }
+  for (int64_t& c : carry_) c = 0;
+  prev_mono_ns_ = monotonic_ns();
+  prev_tag_ = tag_locked(recorder_.first_thread_open_path());
+}
+
+// NVML (slow to initialise: on the sampler thread, at the first row) and the sidecar's header.
+void Sampler::open_outputs_locked() {
+  header_written_ = true;
   if (gpu_wanted_ && !nvml_) {
     nvml_ = new Nvml();
     if (!nvml_->open()) {
@@ -104,45 +196,27 @@ void Sampler::init_locked() {
   }
   n_gpu_ = nvml_ ? nvml_->device_count() : 0;
   stats_.gpu_devices = n_gpu_;
-
   OwnIoMeter meter;
   samples_fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   if (samples_fd_ < 0) {
     stats_.write_errors += 1;
     stats_.last_error = std::strerror(errno);
-  } else {
-    char header[kSamplesHeaderBytes] = {};
-    std::memcpy(header, kSamplesMagic, 8);
-    put_u32(header + 8, kSamplesVersion);
-    put_u32(header + 12, kSamplesHeaderBytes);
-    put_u32(header + 16, kSampleBaseWords + 2 * n_gpu_);
-    put_u32(header + 20, n_gpu_);
-    put_u64(header + 24, interval_ns_);
-    put_u64(header + 32, pid_);
-    put_u64(header + 40, unix_ns());
-    int err = write_all(samples_fd_, header, sizeof header);
-    if (err) {
-      stats_.write_errors += 1;
-      stats_.last_error = std::strerror(err);
-    }
+    return;
   }
-  tags_fd_ = ::open(tags_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  tags_.clear();
-  tags_[std::vector<uint32_t>()] = 0;
-  if (tags_fd_ >= 0) {
-    const char line[] = "[0,[]]\n";
-    write_all(tags_fd_, line, sizeof line - 1);
+  char header[kSamplesHeaderBytes] = {};
+  std::memcpy(header, kSamplesMagic, 8);
+  put_u32(header + 8, kSamplesVersion);
+  put_u32(header + 12, kSamplesHeaderBytes);
+  put_u32(header + 16, kSampleBaseWords + 2 * n_gpu_);
+  put_u32(header + 20, n_gpu_);
+  put_u64(header + 24, interval_ns_);
+  put_u64(header + 32, pid_);
+  put_u64(header + 40, unix_ns());
+  int err = write_all(samples_fd_, header, sizeof header);
+  if (err) {
+    stats_.write_errors += 1;
+    stats_.last_error = std::strerror(err);
   }
-  meter.finish();
-
-  {
-    std::lock_guard<std::mutex> own_lock(own_io_mutex());
-    prev_own_ = own_io_totals();
-    prev_ok_ = proc_io_.read(&prev_) >= 0;
-  }
-  for (int64_t& c : carry_) c = 0;
-  prev_mono_ns_ = monotonic_ns();
-  prev_tag_ = tag_locked(recorder_.first_thread_open_path());
 }
 
 uint32_t Sampler::tag_locked(const std::vector<uint32_t>& path) {
@@ -197,6 +271,7 @@ void Sampler::sample_now(bool allow_probe) {
     init_locked();
     return;
   }
+  if (!header_written_) open_outputs_locked();
   uint64_t now_mono = monotonic_ns();
   std::vector<int64_t> row(kSampleBaseWords + 2 * n_gpu_, 0);
   row[kSwTimeUnixNs] = int64_t(unix_ns());
@@ -216,9 +291,28 @@ void Sampler::sample_now(bool allow_probe) {
                    (now.rchar < prev_.rchar || now.wchar < prev_.wchar ||
                     now.read_bytes < prev_.read_bytes || now.write_bytes < prev_.write_bytes);
   if (backwards) ok = false;
+  // The kernel folds a reaped child's whole I/O into /proc/self/io at wait(). In an interval in
+  // which that happened, the process's bytes are its live threads' instead (a thread that exited
+  // in that same interval loses its last bytes); the difference is counted as excluded.
+  bool reaped = subtract_own_ && children_reaped_locked();
+  IoCounters live;
+  bool live_ok = subtract_own_ && read_tasks_locked(&live);
+  if (reaped && !live_ok) ok = false;
   if (ok && prev_ok_) {
-    const uint64_t cur[4] = {now.read_bytes, now.write_bytes, now.rchar, now.wchar};
+    uint64_t cur[4] = {now.read_bytes, now.write_bytes, now.rchar, now.wchar};
     const uint64_t old[4] = {prev_.read_bytes, prev_.write_bytes, prev_.rchar, prev_.wchar};
+    if (reaped) {
+      const uint64_t lv[4] = {live.read_bytes, live.write_bytes, live.rchar, live.wchar};
+      uint64_t* ex[4] = {&stats_.children_excluded.read_bytes,
+                         &stats_.children_excluded.write_bytes, &stats_.children_excluded.rchar,
+                         &stats_.children_excluded.wchar};
+      for (int k = 0; k < 4; ++k) {
+        uint64_t whole = cur[k] - old[k];
+        if (whole > lv[k]) *ex[k] += whole - lv[k];
+        cur[k] = old[k] + lv[k];
+      }
+      stats_.reap_intervals += 1;
+    }
     const uint64_t own_now[4] = {own.read_bytes, own.write_bytes, own.rchar, own.wchar};
     const uint64_t own_old[4] = {prev_own_.read_bytes, prev_own_.write_bytes, prev_own_.rchar,
                                  prev_own_.wchar};
@@ -262,11 +356,14 @@ void Sampler::sample_now(bool allow_probe) {
 }
 
 void Sampler::start() {
+  if (thread_.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (interval_ns_ == 0 || path_.empty()) return;
+    // The baseline is taken here, synchronously, so counting starts at start() and not whenever
+    // the new thread first runs; NVML is opened later, on the thread.
+    if (!inited_) init_locked();
   }
-  if (thread_.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(stop_mu_);
     stop_ = false;
@@ -285,7 +382,6 @@ void Sampler::stop() {
 }
 
 void Sampler::run_thread() {
-  sample_now();
   auto interval = std::chrono::nanoseconds(interval_ns_);
   std::unique_lock<std::mutex> lock(stop_mu_);
   while (!stop_) {
@@ -303,6 +399,7 @@ void Sampler::reset_after_fork(std::string samples_path, uint32_t pid) {
   new (&thread_) std::thread();
   // The parent's /proc/self fds name the parent: close them; the child opens its own.
   proc_io_.close();
+  tasks_.clear();  // the parent's threads
   if (statm_fd_ >= 0) ::close(statm_fd_);
   if (samples_fd_ >= 0) ::close(samples_fd_);
   if (tags_fd_ >= 0) ::close(tags_fd_);
@@ -312,6 +409,7 @@ void Sampler::reset_after_fork(std::string samples_path, uint32_t pid) {
   tags_path_ = tags_path_for(path_);
   pid_ = pid;
   inited_ = false;
+  header_written_ = false;
   prev_ok_ = false;
   stats_ = SamplerStats{};
   tags_.clear();
@@ -354,6 +452,18 @@ std::string Sampler::status_json() const {
   append_json_uint(out, stats_.gpu_devices);
   out.append(",\"gpu_error\":");
   append_json_string(out, stats_.gpu_error);
+  out.append(",\"reap_intervals\":");
+  append_json_uint(out, stats_.reap_intervals);
+  const IoCounters& ch = stats_.children_excluded;
+  out.append(",\"children_io_excluded\":{\"read_chars\":");
+  append_json_uint(out, ch.rchar);
+  out.append(",\"write_chars\":");
+  append_json_uint(out, ch.wchar);
+  out.append(",\"read_bytes\":");
+  append_json_uint(out, ch.read_bytes);
+  out.append(",\"write_bytes\":");
+  append_json_uint(out, ch.write_bytes);
+  out.push_back('}');
   IoCounters own = own_io_totals();
   out.append(",\"own_io\":{\"read_chars\":");
   append_json_uint(out, own.rchar);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -61,6 +62,10 @@ struct SamplerStats {
   uint64_t write_errors = 0;  // rows that could not be written
   std::string last_error;
   std::string gpu_error;  // why NVML is unavailable ("" when it is, or not tried yet)
+  // I/O of reaped child processes, which the kernel folds into /proc/self/io at wait(): kept out
+  // of the rows (those processes report their own), summed here, in bytes.
+  IoCounters children_excluded;
+  uint64_t reap_intervals = 0;  // intervals in which a child was reaped
   uint32_t gpu_devices = 0;
   bool io_available = false;  // the process io file opened
 };
@@ -78,10 +83,12 @@ class Sampler {
 
   void set_cuda_probe(CudaProbe probe);
 
-  /// Takes one sample now: the first call only sets the baseline. Thread-safe.
+  /// Takes one sample now: the first call (or start()) only sets the baseline; NVML is opened
+  /// and the sidecar's header written at the first row. Thread-safe.
   void sample_now(bool allow_probe = true);
 
-  /// Starts the thread (a baseline sample at once) unless no interval is set or it runs.
+  /// Takes the baseline now (on the calling thread: /proc reads only) and starts the thread,
+  /// unless no interval is set or it runs.
   void start();
   /// Takes a last sample (without the CUDA probe) and joins the thread.
   void stop();
@@ -97,9 +104,18 @@ class Sampler {
 
  private:
   void init_locked();
+  void open_outputs_locked();
   void append_row_locked(const std::vector<int64_t>& row);
   uint32_t tag_locked(const std::vector<uint32_t>& path);
   void run_thread();
+  bool read_tasks_locked(IoCounters* live_delta);
+  bool children_reaped_locked();
+
+  struct TaskIo {
+    IoCounterFile file;
+    IoCounters last;
+    bool seen = false;
+  };
 
   const Recorder& recorder_;
   mutable std::mutex mu_;  // serialises steps and guards everything below
@@ -110,6 +126,7 @@ class Sampler {
   bool gpu_wanted_ = true;
   CudaProbe cuda_probe_;
   bool inited_ = false;
+  bool header_written_ = false;
   IoCounterFile proc_io_;
   int statm_fd_ = -1;
   int samples_fd_ = -1;
@@ -120,7 +137,9 @@ class Sampler {
   IoCounters prev_;
   IoCounters prev_own_;
   int64_t carry_[4] = {0, 0, 0, 0};
-  bool subtract_own_ = true;
+  bool subtract_own_ = true;  // reading the real /proc/self/io (not a scripted file)
+  std::map<long, std::unique_ptr<TaskIo>> tasks_;  // live threads' io files, by tid
+  long children_sig_[8] = {};
   uint64_t prev_mono_ns_ = 0;
   uint32_t prev_tag_ = 0;
   std::map<std::vector<uint32_t>, uint32_t> tags_;
