@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -315,3 +316,29 @@ def test_forked_child_samples_into_its_own_sidecar(tmp_path):
     assert sum(t.cols[W_WC]) == 4321  # the child's own bytes, none of the parent's
     parent = read_samples(p.worker_path.with_suffix(".samples"))
     assert parent.pid == os.getpid() and sum(parent.cols[W_WC]) == 0
+
+
+def test_reaped_children_io_is_not_billed_to_the_parent(tmp_path):
+    """The kernel folds a reaped child's I/O into the parent's /proc/self/io at wait(); the
+    sampler keeps it out (the child reports its own if it profiles) and says how much."""
+    n = 1_000_000
+    p = Profiler(
+        run_dir=tmp_path / "run", enabled=True, snapshot_interval_s=None, sample_interval_s=0.02
+    )
+    try:
+        time.sleep(0.05)
+        subprocess.run(
+            [sys.executable, "-c", f"open({str(tmp_path / 'kid.bin')!r}, 'wb').write(b'k' * {n})"],
+            check=True,
+            env={k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")},
+        )
+        with open(tmp_path / "mine.bin", "wb", buffering=0) as f:
+            f.write(b"m" * 777)
+        time.sleep(0.1)
+    finally:
+        p.close()
+    status = read_worker(p.worker_path)["samples"]
+    t = read_samples(p.worker_path.with_suffix(".samples"))
+    assert sum(t.cols[W_WC]) == 777
+    assert status["reap_intervals"] >= 1
+    assert status["children_io_excluded"]["write_chars"] >= n
