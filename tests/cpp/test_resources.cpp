@@ -144,8 +144,7 @@ TEST_CASE("the sampler reads another thread's open phase while it records (TSan)
       started = true;
       for (uint32_t i = 0; !stop.load(); ++i) {
         ts->enter(a, &ta);
-        ts->enter(i % 3 ? b : lp::NameTable::instance().intern("c" + std::to_string(i % 50)),
-                  &tb);
+        ts->enter(i % 3 ? b : lp::NameTable::instance().intern("c" + std::to_string(i % 50)), &tb);
         ts->exit(&tb);
         ts->exit(&ta);
       }

@@ -5,9 +5,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <atomic>
 #include <mutex>
 
 namespace lp {
@@ -108,9 +108,13 @@ namespace {
 std::mutex* g_own_io_mutex = new std::mutex();  // never destroyed (used until exit)
 }  // namespace
 
-std::mutex& own_io_mutex() { return *g_own_io_mutex; }
+std::mutex& own_io_mutex() {
+  return *g_own_io_mutex;
+}
 
-void reset_own_io_mutex_after_fork() { g_own_io_mutex = new std::mutex(); }
+void reset_own_io_mutex_after_fork() {
+  g_own_io_mutex = new std::mutex();
+}
 
 OwnIoMeter::OwnIoMeter() : lock_(own_io_mutex()) {
   if (file_.open(thread_io_path()) == 0) started_ = file_.read(&before_) >= 0;

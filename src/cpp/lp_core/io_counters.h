@@ -47,10 +47,10 @@ class IoCounterFile {
   int fd_ = -1;
 };
 
-/// The profiler's own I/O in this process, in bytes, summed over every reader and writer of lp_core:
-/// the counter reads themselves (rchar) and the measured worker-file and sample writes. The
-/// sampler subtracts it from the process's counters so the report never bills the profiler's own
-/// traffic to the user.
+/// The profiler's own I/O in this process, in bytes, summed over every reader and writer of
+/// lp_core: the counter reads themselves (rchar) and the measured worker-file and sample writes.
+/// The sampler subtracts it from the process's counters so the report never bills the profiler's
+/// own traffic to the user.
 IoCounters own_io_totals();
 
 /// Adds measured own I/O to own_io_totals().

@@ -43,8 +43,12 @@ int write_all(int fd, const void* buf, size_t len) {
   return 0;
 }
 
-void put_u32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }
-void put_u64(char* p, uint64_t v) { std::memcpy(p, &v, 8); }
+void put_u32(char* p, uint32_t v) {
+  std::memcpy(p, &v, 4);
+}
+void put_u64(char* p, uint64_t v) {
+  std::memcpy(p, &v, 8);
+}
 
 // RSS in bytes from /proc/self/statm ("size resident ..." in pages), or -1.
 int64_t read_rss(int fd) {
