@@ -143,7 +143,11 @@ def test_gpu_block_busy_this_run_and_na(tmp_path):
     cols1[W_FLAGS] = [F_IO | F_RSS | F_GPU | F_CUDA] * n
     cols1[W_CUDA_ALLOC] = [int(6.1e9)] + [MB] * (n - 1)
     cols1[W_CUDA_RES] = [int(8.4e9)] * n
-    cols2 = {**base, **gpu_cols([([80] * n, [100] + absent[1:]), ([10] * n, absent)])}
+    # its utilisation read failed in 2 windows: those carry no busy, and a caveat says so
+    cols2 = {
+        **base,
+        **gpu_cols([([-1, -1] + [80] * (n - 2), [100] + absent[1:]), ([10] * n, absent)]),
+    }
     cols3 = {**base, **gpu_cols([([80] * n, [-1] * n), ([10] * n, absent)])}
     # node-b: GPU 0 measured idle, our pid attributed at 0%
     cols4 = {**base, **gpu_cols([([0] * n, [0] * n)])}
@@ -172,6 +176,8 @@ def test_gpu_block_busy_this_run_and_na(tmp_path):
     assert "node-b GPU 0                    0.0%       0.0%   100.0%" in text
     assert "VRAM allocated (peak)               6.1 GB" in text
     assert "VRAM reserved (peak)                8.4 GB" in text
+    assert a0["failed_windows"] == 2
+    assert [c.kind for c in merged.caveats] == ["gpu_read_failed"]
 
 
 def test_partial_last_row_and_unreadable_sidecar(tmp_path):
