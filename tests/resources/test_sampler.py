@@ -342,3 +342,19 @@ def test_reaped_children_io_is_not_billed_to_the_parent(tmp_path):
     assert sum(t.cols[W_WC]) == 777
     assert status["reap_intervals"] >= 1
     assert status["children_io_excluded"]["write_chars"] >= n
+
+
+def test_an_nvml_library_lacking_functions_is_no_gpu(tmp_path, scripted, monkeypatch):
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    src = tmp_path / "partial.c"
+    src.write_text("int nvmlInit_v2(void) { return 0; }\n")
+    lib = tmp_path / "libpartial.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    monkeypatch.setenv("LINEPROFILER_NVML_LIBRARY", str(lib))
+    rec = recorder(tmp_path, gpu=True)
+    rec.sample_now()
+    rec.sample_now()
+    status = json.loads(rec.sampler_status())
+    assert status["gpu_devices"] == 0 and "lacks the functions" in status["gpu_error"]
