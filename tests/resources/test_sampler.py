@@ -358,3 +358,33 @@ def test_an_nvml_library_lacking_functions_is_no_gpu(tmp_path, scripted, monkeyp
     rec.sample_now()
     status = json.loads(rec.sampler_status())
     assert status["gpu_devices"] == 0 and "lacks the functions" in status["gpu_error"]
+
+
+def test_tags_follow_the_constructing_thread_not_the_first_to_record(tmp_path):
+    p = Profiler(
+        run_dir=tmp_path / "run", enabled=True, snapshot_interval_s=None, sample_interval_s=3600
+    )
+    import threading
+
+    opened, release = threading.Event(), threading.Event()
+
+    def background() -> None:
+        with p.phase("bg"):
+            opened.set()
+            release.wait(10)
+
+    t = threading.Thread(target=background)
+    try:
+        t.start()
+        opened.wait(10)  # the background thread recorded first
+        with p.phase("train"):
+            p._rec.sample_now()  # closes the interval begun at construction (nothing open)
+            p._rec.sample_now()  # an interval begun with "train" open on the main thread
+        release.set()
+        t.join(10)
+    finally:
+        release.set()
+        p.close()
+    table = read_samples(p.worker_path.with_suffix(".samples"))
+    tags = read_tags(p.worker_path.with_suffix(".tags"))
+    assert [tags[g] for g in table.cols[W_TAG]][:2] == [(), ("train",)]

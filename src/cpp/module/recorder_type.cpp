@@ -503,9 +503,14 @@ PyObject* recorder_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   config.sample_interval_ns = sample_interval_ns;
   config.sample_gpu = sample_gpu != 0;
   self->worker = new lp::Worker(std::move(config));
-  if (self->worker->has_sampler()) self->worker->sampler().set_cuda_probe(&cuda_probe);
   self->closed = false;
   self->weakreflist = nullptr;
+  if (self->worker->has_sampler()) {
+    self->worker->sampler().set_cuda_probe(&cuda_probe);
+    // The sampler tags intervals with the phase open on the recorder's first thread: make that
+    // the constructing thread (normally the main one), not whichever thread records first.
+    register_thread(self);
+  }
   return reinterpret_cast<PyObject*>(self);
 }
 
