@@ -3,11 +3,10 @@
 // Every interval it reads the process's I/O counters (/proc/self/io) and RSS (/proc/self/statm),
 // every device NVML sees, and (through an optional host probe) the CUDA allocator, and appends one
 // fixed-width row to a binary sidecar beside the worker file (format: docs/worker-file.md). Each
-// interval is tagged with the phase open on the recorder's first thread (the constructing one) when the
-// interval began.
-// An interval whose counters could not be read, and the one after it, are dropped (never
-// differenced across the gap) and counted. The profiler's own I/O (own_io_totals()) is
-// subtracted.
+// interval is tagged with the phase open on the recorder's first thread (the constructing one) when
+// the interval began. An interval whose counters could not be read, and the one after it, are
+// dropped (never differenced across the gap) and counted. The profiler's own I/O (own_io_totals())
+// is subtracted.
 #pragma once
 
 #include <atomic>
