@@ -95,26 +95,24 @@ void Sampler::set_cuda_probe(CudaProbe probe) {
 }
 
 // The sum, over the process's live threads, of their I/O since the previous call (a thread seen
-// for the first time counts from its birth). Threads that exited are forgotten.
+// for the first time counts from its birth). Each thread's file is opened, read and closed: a
+// process with hundreds of threads must not find hundreds of descriptors taken by its profiler.
 bool Sampler::read_tasks_locked(IoCounters* live_delta) {
   DIR* dir = opendir("/proc/self/task");
   if (!dir) return false;
   IoCounters sum;
-  for (auto& t : tasks_) t.second->seen = false;
-  bool ok = true;
+  for (auto& t : tasks_) t.second.seen = false;
   while (dirent* e = readdir(dir)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     long tid = std::strtol(e->d_name, nullptr, 10);
+    IoCounterFile file;
+    if (file.open("/proc/self/task/" + std::string(e->d_name) + "/io") != 0) continue;
+    IoCounters now;
+    if (file.read(&now) < 0) continue;  // exited between readdir and read
     auto it = tasks_.find(tid);
     bool fresh = it == tasks_.end();
-    if (fresh) {
-      auto t = std::make_unique<TaskIo>();
-      if (t->file.open("/proc/self/task/" + std::string(e->d_name) + "/io") != 0) continue;
-      it = tasks_.emplace(tid, std::move(t)).first;
-    }
-    TaskIo& t = *it->second;
-    IoCounters now;
-    if (t.file.read(&now) < 0) continue;  // exited between readdir and read
+    if (fresh) it = tasks_.emplace(tid, TaskIo{}).first;
+    TaskIo& t = it->second;
     t.seen = true;
     IoCounters from = fresh ? IoCounters{} : t.last;
     if (now.rchar < from.rchar || now.wchar < from.wchar || now.read_bytes < from.read_bytes ||
@@ -129,10 +127,10 @@ bool Sampler::read_tasks_locked(IoCounters* live_delta) {
   }
   closedir(dir);
   for (auto it = tasks_.begin(); it != tasks_.end();) {
-    it = it->second->seen ? std::next(it) : tasks_.erase(it);
+    it = it->second.seen ? std::next(it) : tasks_.erase(it);
   }
   *live_delta = sum;
-  return ok;
+  return true;
 }
 
 // Whether a child process was reaped since the previous call (RUSAGE_CHILDREN moved).

@@ -112,7 +112,6 @@ class Sampler {
   bool children_reaped_locked();
 
   struct TaskIo {
-    IoCounterFile file;
     IoCounters last;
     bool seen = false;
   };
@@ -138,7 +137,7 @@ class Sampler {
   IoCounters prev_own_;
   int64_t carry_[4] = {0, 0, 0, 0};
   bool subtract_own_ = true;  // reading the real /proc/self/io (not a scripted file)
-  std::map<long, std::unique_ptr<TaskIo>> tasks_;  // live threads' io files, by tid
+  std::map<long, TaskIo> tasks_;  // live threads' last io counters, by tid
   long children_sig_[8] = {};
   uint64_t prev_mono_ns_ = 0;
   uint32_t prev_tag_ = 0;
