@@ -77,17 +77,18 @@ bool ThreadState::read_io(IoCounters* out) {
   return true;
 }
 
-void ThreadState::enter_io(uint32_t name_id, const void* token) {
+bool ThreadState::enter_io(uint32_t name_id, const void* token, uint32_t sample_every) {
+  if (skip_token_ != nullptr) return false;  // inside a skipped entry: record nothing, read nothing
   uint64_t own0 = io_own_rchar_;
   IoCounters c;
   bool ok = read_io(&c);
   uint32_t d = depth_.load(std::memory_order_relaxed);
-  enter(name_id, token);
-  if (depth_.load(std::memory_order_relaxed) != d + 1) return;  // depth overflow: not recorded
+  if (!enter(name_id, token, sample_every)) return false;
   Frame& f = frames_[d];
   f.io_ok = ok;
   f.io_own0 = own0;
   f.io0 = c;
+  return true;
 }
 
 void ThreadState::exit_io(const void* token) {
@@ -112,11 +113,12 @@ void ThreadState::exit_io(const void* token) {
   const IoCounters& a = f.io0;
   if (ok && c.rchar >= a.rchar + own_between && c.wchar >= a.wchar &&
       c.read_bytes >= a.read_bytes && c.write_bytes >= a.write_bytes) {
-    bump(n.io_calls, uint64_t(1));
-    bump(n.io_read_bytes, c.read_bytes - a.read_bytes);
-    bump(n.io_write_bytes, c.write_bytes - a.write_bytes);
-    bump(n.io_rchar, c.rchar - a.rchar - own_between);
-    bump(n.io_wchar, c.wchar - a.wchar);
+    uint64_t scale = f.scale.load(std::memory_order_relaxed);  // 1 unless sampled
+    bump(n.io_calls, scale);
+    bump(n.io_read_bytes, (c.read_bytes - a.read_bytes) * scale);
+    bump(n.io_write_bytes, (c.write_bytes - a.write_bytes) * scale);
+    bump(n.io_rchar, (c.rchar - a.rchar - own_between) * scale);
+    bump(n.io_wchar, (c.wchar - a.wchar) * scale);
   } else {
     bump(n.io_failed, uint64_t(1));
   }
@@ -176,6 +178,7 @@ std::vector<ThreadSnapshot> Recorder::snapshot() const {
       s.calls = n.calls.load(std::memory_order_relaxed);
       s.wall_ns = n.wall_ns.load(std::memory_order_relaxed);
       s.cpu_ns = n.cpu_ns.load(std::memory_order_relaxed);
+      s.sample_every = n.sample_every.load(std::memory_order_relaxed);
       for (int b = 0; b < kHistBuckets; ++b) {
         uint64_t c = n.hist[b].load(std::memory_order_relaxed);
         if (c) s.hist.emplace_back(uint16_t(b), c);
@@ -195,8 +198,9 @@ std::vector<ThreadSnapshot> Recorder::snapshot() const {
     for (uint32_t i = 0; i < depth && i < kMaxDepth; ++i) {
       uint32_t node = ts->frames_[i].node.load(std::memory_order_relaxed);
       uint64_t t0 = ts->frames_[i].t0_ticks.load(std::memory_order_relaxed);
+      uint64_t scale = ts->frames_[i].scale.load(std::memory_order_relaxed);
       if (node >= snap.nodes.size() || now < t0) continue;
-      snap.nodes[node].open_ns += ticks_to_ns(now - t0);
+      snap.nodes[node].open_ns += ticks_to_ns(now - t0) * scale;
       snap.nodes[node].open_count += 1;
     }
     out.push_back(std::move(snap));

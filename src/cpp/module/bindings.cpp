@@ -11,6 +11,7 @@
 #include "lp_core/io_counters.h"
 #include "lp_core/worker_file.h"
 #include "module/cuda_probe.h"
+#include "module/line_tracer.h"
 #include "module/recorder_type.h"
 
 namespace nb = nanobind;
@@ -53,5 +54,6 @@ NB_MODULE(_core, m) {
         "from now on.");
 
   if (lp_module::add_recorder_types(m.ptr()) != 0) throw nb::python_error();
+  if (lp_module::add_line_tracer(m.ptr()) != 0) throw nb::python_error();
   if (lp_module::add_cuda_probe_functions(m.ptr()) != 0) throw nb::python_error();
 }
