@@ -302,3 +302,18 @@ def test_out_of_order_exit_records_no_bytes(tmp_path):
         "write_chars": 0,
     }
     assert io_of(doc, ("outer", "inner")) is None
+
+
+def test_sampled_io_phase_scales_bytes_like_its_time(tmp_path):
+    """phase(io=True, sample=0.5): one entry in two is measured, and its bytes stand for two."""
+    p = make(tmp_path)
+    try:
+        for _ in range(6):
+            with p.phase("chunk", io=True, sample=0.5):
+                with open(tmp_path / "c.bin", "wb", buffering=0) as f:
+                    f.write(b"c" * 1000)
+    finally:
+        p.close()
+    io = io_of(read_worker(p.worker_path), ("chunk",))
+    assert io["calls"] == 6 and io["failed"] == 0
+    assert io["write_chars"] == 6000  # 3 measured entries x 1000 bytes x 2
