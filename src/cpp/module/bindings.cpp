@@ -9,7 +9,9 @@
 #include "lp_core/clock.h"
 #include "lp_core/cpu_clock.h"
 #include "lp_core/histogram.h"
+#include "lp_core/io_counters.h"
 #include "lp_core/worker_file.h"
+#include "module/cuda_probe.h"
 #include "module/line_tracer.h"
 #include "module/recorder_type.h"
 
@@ -100,6 +102,12 @@ NB_MODULE(_core, m) {
       .def("read_cost_ns", &lp::cpu_clock_read_cost_ns, nb::arg("n"),
            "Average ns of one now_ns() over n reads in a C++ loop.");
 
+  m.def("_set_io_counter_paths", &lp::set_io_counter_paths, nb::arg("thread_path"),
+        nb::arg("process_path"),
+        "Tests only: read I/O counters from these files ('' restores /proc) for files opened "
+        "from now on.");
+
   if (lp_module::add_recorder_types(m.ptr()) != 0) throw nb::python_error();
   if (lp_module::add_line_tracer(m.ptr()) != 0) throw nb::python_error();
+  if (lp_module::add_cuda_probe_functions(m.ptr()) != 0) throw nb::python_error();
 }
