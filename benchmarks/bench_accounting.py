@@ -79,6 +79,7 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
         "accounting.phase(), nothing installed": ("with accounting.phase('x'): pass", g),
         "phase(), enabled=True, measure_cpu=False": ("with on_nocpu.phase('x'): pass", g),
         "phase(), enabled=True, measure_cpu=True": ("with on_cpu.phase('x'): pass", g),
+        "phase(io=True)": ("with on_cpu.phase('io', io=True): pass", g),
         # sample=1e-9: after the stride's first (measured) entry, every timed entry is skipped.
         "phase(sample=0.01), skipped entry": ("with on_cpu.phase('skip', sample=1e-9): pass", g),
         "phase(sample=0.01), 1 in 100 measured": ("with on_cpu.phase('sampled', sample=0.01): pass", g),
