@@ -7,20 +7,24 @@ import gc
 import timeit
 
 
-def calibrate(stmt: str, g: dict, target_s: float = 0.02) -> int:
+def calibrate(stmt: str, g: dict, target_s: float = 0.02, setup: str = "pass") -> int:
     number = 1000
     while True:
-        t = timeit.Timer(stmt, globals=g).timeit(number)
+        t = timeit.Timer(stmt, setup, globals=g).timeit(number)
         if t >= target_s / 4 or number >= 10_000_000:
             return max(1000, int(number * target_s / max(t, 1e-9)))
         number *= 4
 
 
-def best_ns_per_call(cases: dict[str, tuple[str, dict]], rounds: int = 15) -> dict[str, float]:
-    """Best-of-rounds ns per execution of each case's statement, rounds interleaved across cases."""
-    numbers = {name: calibrate(stmt, g) for name, (stmt, g) in cases.items()}
+def best_ns_per_call(cases: dict[str, tuple], rounds: int = 15) -> dict[str, float]:
+    """Best-of-rounds ns per execution of each case's statement, rounds interleaved across cases.
+
+    A case is (stmt, globals) or (stmt, globals, setup); setup runs before each timed batch.
+    """
+    cases = {name: (c[0], c[1], c[2] if len(c) > 2 else "pass") for name, c in cases.items()}
+    numbers = {name: calibrate(stmt, g, setup=setup) for name, (stmt, g, setup) in cases.items()}
     best = {name: float("inf") for name in cases}
-    timers = {name: timeit.Timer(stmt, globals=g) for name, (stmt, g) in cases.items()}
+    timers = {name: timeit.Timer(stmt, setup, globals=g) for name, (stmt, g, setup) in cases.items()}
     gc_was = gc.isenabled()
     gc.disable()
     try:

@@ -61,9 +61,18 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
     on_nocpu = Profiler(run_dir=run_dir, enabled=True, measure_cpu=False, **quiet)
     on_cpu = Profiler(run_dir=run_dir, enabled=True, measure_cpu=True, **quiet)
     opened = [on_nocpu, on_cpu]
+    # One profiler per thread-CPU clock tier this machine has (the probe's choice is on_cpu's).
+    auto_tier = _core.cpu_clock_probe()["tier"]
+    tiers: dict[str, Profiler] = {}
+    for tier in ("exact", "anchored", "syscall"):
+        if _core.cpu_clock_reprobe(tier)["tier"] == tier:
+            tiers[tier] = Profiler(run_dir=run_dir, enabled=True, measure_cpu=True, **quiet)
+            opened.append(tiers[tier])
+    _core.cpu_clock_reprobe(os.environ.get("LINEPROFILER_CPU_CLOCK", "auto"))
     with on_cpu.phase("skip", sample=1e-9):  # use up the one measured entry of that stride
         pass
     g = {
+        "_core": _core,
         "null": SimpleNamespace(phase=_core.null_phase),
         "noop": _core.bench_noop,
         "off": off,
@@ -71,19 +80,28 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
         "on_cpu": on_cpu,
         "accounting": accounting,
         "py": PyPhaseTimer(),
+        **{f"tier_{t}": p for t, p in tiers.items()},
     }
     cases: dict[str, tuple[str, dict]] = {
         "floor: with on an empty C context manager": ("with null.phase('x'): pass", g),
         "floor: empty C method call, two arguments": ("noop('x', 1)", g),
         "phase(), enabled=False": ("with off.phase('x'): pass", g),
-        "accounting.phase(), nothing installed": ("with accounting.phase('x'): pass", g),
+        "accounting.phase(), nothing installed": (
+            "with accounting.phase('x'): pass",
+            g,
+            "_core.set_installed(None)",
+        ),
         "phase(), enabled=True, measure_cpu=False": ("with on_nocpu.phase('x'): pass", g),
-        "phase(), enabled=True, measure_cpu=True": ("with on_cpu.phase('x'): pass", g),
+        f"phase(), enabled=True, measure_cpu=True (cpu clock: {auto_tier})": ("with on_cpu.phase('x'): pass", g),
         "phase(io=True)": ("with on_cpu.phase('io', io=True): pass", g),
         # sample=1e-9: after the stride's first (measured) entry, every timed entry is skipped.
         "phase(sample=0.01), skipped entry": ("with on_cpu.phase('skip', sample=1e-9): pass", g),
         "phase(sample=0.01), 1 in 100 measured": ("with on_cpu.phase('sampled', sample=0.01): pass", g),
         "count()": ("on_cpu.count('x', 1)", g),
+        **{
+            f"phase(), measure_cpu=True, cpu clock tier {tier}": (f"with tier_{tier}.phase('x'): pass", g)
+            for tier in tiers
+        },
         "peer: pure-Python phase timer (dict of totals)": ("with py.phase('x'): pass", g),
     }
     # accounting.phase() with a profiler installed, against the same profiler's phase().
@@ -91,11 +109,13 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
     installed = Profiler(run_dir=run_dir, enabled=True, measure_cpu=False, install=True, **quiet)
     opened.append(installed)
     inst_g["inst"] = installed
+    install = "_core.set_installed(inst._rec)"  # the nothing-installed case's setup uninstalls
     cases["accounting.phase(), installed, measure_cpu=False"] = (
         "with accounting.phase('x'): pass",
         inst_g,
+        install,
     )
-    cases["profiler.phase() of that installed profiler"] = ("with inst.phase('x'): pass", inst_g)
+    cases["profiler.phase() of that installed profiler"] = ("with inst.phase('x'): pass", inst_g, install)
     try:
         import torch  # noqa: F401
         from torch.profiler import record_function
