@@ -6,7 +6,6 @@ configuration, the environment that lets child processes join the run, and the l
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import sys
@@ -18,7 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from lineprofiler import _core
-from lineprofiler.accounting import _identity
+from lineprofiler.accounting import _identity, _lifecycle
 from lineprofiler.accounting.stats import PhaseStats, tree_from_worker_doc
 
 ENV_PROFILE = "LINEPROFILER_PROFILE"
@@ -99,12 +98,9 @@ class Profiler:
         self._rec: Any = None
         self._warned_unwritable = False
 
-        inherited = (
-            os.environ.get(ENV_RUN_ID)
-            if env_run_dir and Path(env_run_dir) == self.run_dir
-            else None
-        )
-        self.run_id: str = inherited or _identity.new_run_id()
+        self._hooks: Any = None
+        self._fork_inherited = False  # set in a forked child until it is replaced or records
+        self.run_id: str = _identity.resolve_run_id(self.run_dir)
         self.host: str = _identity.host_name()
         self.pid: int = os.getpid()
         self.uid8: str = _identity.new_uid8()
@@ -116,6 +112,10 @@ class Profiler:
             self.worker_path: Path | None = None
             return
 
+        # A forked child that builds its own profiler replaces the one it inherited, if that one
+        # has recorded nothing here (else each such child leaves an empty worker of the parent's
+        # role); an install of the replaced one passes to this one.
+        install = _lifecycle.retire_pristine_fork_inherited() or install
         self.worker_path = _identity.worker_path(
             self.run_dir, self.host, self.run_id, self.pid, self.uid8
         )
@@ -124,11 +124,10 @@ class Profiler:
         )
         self.phase = self._rec.phase
         self.count = self._rec.count
-        self._export_environment()
         self._prepare_run_dir()
         self._flush(final=False)  # a worker is visible from its first moment
         self._rec.start_thread()
-        atexit.register(self._atexit)
+        _lifecycle.attach(self)  # environment, atexit, signals, fork, multiprocessing
         if install:
             self._install()
 
@@ -158,7 +157,11 @@ class Profiler:
         self.close()
 
     def close(self) -> None:
-        """Stop the threads, write the final worker file, uninstall. Idempotent."""
+        """Stop the threads, write the final worker file, uninstall, and undo what construction
+        changed in the process (atexit hook, signal handlers, exported environment). Idempotent.
+
+        Call it before ``os._exit()``, which skips atexit and delivers no signal.
+        """
         if self._closed:
             return
         self._closed = True
@@ -169,7 +172,22 @@ class Profiler:
         self._rec.mark_closed()
         if self._installed:
             self._uninstall()
-        atexit.unregister(self._atexit)
+        _lifecycle.detach(self)
+
+    def _retire(self) -> None:
+        """Close without a trace: a forked child's inherited profiler, replaced before it recorded
+        anything. Its file (written at the fork) is removed."""
+        self._closed = True
+        self._rec.stop_thread()
+        self._rec.mark_closed()
+        if self._installed:
+            self._uninstall()
+        _lifecycle.detach(self)
+        try:
+            assert self.worker_path is not None
+            self.worker_path.unlink()
+        except OSError:
+            pass
 
     @property
     def closed(self) -> bool:
@@ -223,11 +241,6 @@ class Profiler:
 
     def _meta_json(self) -> str:
         return json.dumps(self._meta(), separators=(",", ":"), default=str)
-
-    def _export_environment(self) -> None:
-        os.environ[ENV_PROFILE] = "1"
-        os.environ[ENV_RUN_DIR] = str(self.run_dir)
-        os.environ[ENV_RUN_ID] = self.run_id
 
     def _prepare_run_dir(self) -> None:
         try:
