@@ -30,6 +30,10 @@ def run_python(
     script.write_text(textwrap.dedent(code))
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
     full_env.update(PYTHONFAULTHANDLER="1", PYTHONUNBUFFERED="1")
+    if full_env.get("PYTHONPATH"):  # a relative entry would break under the child's cwd
+        full_env["PYTHONPATH"] = os.pathsep.join(
+            os.path.abspath(p) for p in full_env["PYTHONPATH"].split(os.pathsep) if p
+        )
     if env:
         full_env.update(env)
     prelude = [

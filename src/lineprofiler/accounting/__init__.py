@@ -7,6 +7,8 @@ with ``install=True`` (and do nothing, cheaply, when none is installed).
 from __future__ import annotations
 
 from lineprofiler import _core
+from lineprofiler.accounting.merge import RunError, merge_run
+from lineprofiler.accounting.model import MergedRun
 from lineprofiler.accounting.profiler import Profiler, installed_profiler
 from lineprofiler.accounting.stats import HIST_MAX_REL_ERROR, Histogram, PhaseStats
 
@@ -18,10 +20,13 @@ current = _core.installed_current
 __all__ = [
     "HIST_MAX_REL_ERROR",
     "Histogram",
+    "MergedRun",
     "PhaseStats",
     "Profiler",
+    "RunError",
     "count",
     "current",
     "installed_profiler",
+    "merge_run",
     "phase",
 ]

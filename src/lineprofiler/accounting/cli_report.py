@@ -1,0 +1,77 @@
+"""``lineprofiler report DIR [--json] [--no-samples]``: one run, merged, as text or JSON.
+
+Exit status: 0 with a report (whose CAVEATS name any worker that could not be read), 2 when the
+directory cannot be reported at all (missing, empty, not a run, nothing readable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+
+from lineprofiler.accounting.merge import RunError, merge_run
+from lineprofiler.render.view import DEFAULT_TOP
+
+HELP = "Report a run directory: time by role and phase, stragglers, caveats."
+ENV_DEBUG = "LINEPROFILER_DEBUG"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", metavar="DIR", help="the run directory (Profiler's run_dir)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--no-samples",
+        action="store_true",
+        help="phases only: skip the resource samples (much less memory on a large run)",
+    )
+    parser.add_argument(
+        "--top",
+        type=int,
+        default=DEFAULT_TOP,
+        metavar="N",
+        help=f"dominant phases listed per role (default {DEFAULT_TOP}; 0: all)",
+    )
+    parser.add_argument(
+        "--attempt", metavar="RUN_ID", help="report this attempt instead of the newest"
+    )
+
+
+def fail(prog: str, message: str) -> int:
+    print(f"lineprofiler {prog}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def internal_error(prog: str, exc: BaseException) -> int:
+    """A bug, not bad input: say so in one paragraph (traceback only with LINEPROFILER_DEBUG)."""
+    if os.environ.get(ENV_DEBUG):
+        traceback.print_exc()
+    print(
+        f"lineprofiler {prog}: internal error: {type(exc).__name__}: {exc}\n"
+        f"(this is a bug in lineprofiler; rerun with {ENV_DEBUG}=1 for the traceback)",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.top < 0:
+        return fail("report", f"--top must be 0 or more, not {args.top}")
+    try:
+        run = merge_run(args.run_dir, with_samples=not args.no_samples, attempt=args.attempt)
+        if args.json:
+            from lineprofiler.render.json import render_json
+
+            out = render_json(run, args.top)
+        else:
+            from lineprofiler.render.text import render_text
+
+            out = render_text(run, args.top)
+    except RunError as exc:
+        return fail("report", str(exc))
+    except Exception as exc:  # never a traceback on a user's terminal
+        return internal_error("report", exc)
+    sys.stdout.write(out)
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,195 @@
+"""The JSON report of one merged run (``lineprofiler report --json``); keys: docs/report-json.md.
+
+Times are integer nanoseconds (``*_ns``), Unix timestamps float seconds, fractions in [0, 1].
+A number that was not measured is ``null``, never 0. Key order is fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+from lineprofiler.accounting.model import MergedRun, Worker
+from lineprofiler.render.view import (
+    DEFAULT_TOP,
+    CounterRow,
+    PhaseRow,
+    RoleView,
+    RunView,
+    Straggler,
+    clock_summary,
+    run_view,
+)
+
+REPORT_FORMAT = "lineprofiler-report"
+REPORT_SCHEMA_VERSION = 1
+
+# Extra top-level sections (e.g. resource blocks): key -> fn(view) -> value (None: left out).
+SECTIONS: dict[str, Callable[[RunView], Any]] = {}
+
+
+def register_section(key: str, fn: Callable[[RunView], Any]) -> None:
+    SECTIONS[key] = fn
+
+
+def _ns(value: float | None) -> int | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return int(round(value))
+
+
+def _frac(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def counter_doc(c: CounterRow) -> dict[str, Any]:
+    return {
+        "name": c.name,
+        "count": c.count,
+        "rate_per_s": None if c.rate_per_s is None else round(c.rate_per_s, 3),
+        "time_per_each_ns": _ns(c.time_per_each_ns),
+    }
+
+
+def phase_doc(r: PhaseRow) -> dict[str, Any]:
+    s = r.stats
+    return {
+        "path": list(r.path),
+        "name": r.name,
+        "depth": len(r.path),
+        "thread": s.thread_node,
+        "processes": s.processes,
+        "calls": s.calls,
+        "open": s.open,
+        "time_ns": s.time_ns,
+        "wall_ns": s.wall_ns,
+        "open_ns": s.open_ns,
+        "self_ns": s.self_ns,
+        "cpu_ns": s.cpu_ns,
+        "wait_ns": s.wait_ns,
+        "wait_fraction": _frac(s.wait_fraction),
+        "share": _frac(r.share),
+        "mean_ns": _ns(r.mean_ns),
+        "p50_ns": _ns(r.q(0.5)),
+        "p95_ns": _ns(r.q(0.95)),
+        "p99_ns": _ns(r.q(0.99)),
+        "estimated": s.estimated,
+        "sample_every": sorted(x for x in s.sample_rates if x > 1),
+        "counters": [counter_doc(c) for c in r.counters],
+        "io": s.io,
+    }
+
+
+def worker_ref(w: Worker) -> dict[str, Any]:
+    return {"path": w.path, "rank": w.rank, "host": w.host, "pid": w.pid}
+
+
+def straggler_doc(s: Straggler) -> dict[str, Any]:
+    return {
+        "path": list(s.path),
+        "name": "/".join(s.path),
+        "slowest": {**worker_ref(s.slowest.worker), "time_ns": s.slowest.time_ns},
+        "median_ns": _ns(s.median_ns),
+        "ratio": _frac(s.ratio),
+        "processes": [{**worker_ref(t.worker), "time_ns": t.time_ns} for t in s.times],
+    }
+
+
+def role_doc(rv: RoleView) -> dict[str, Any]:
+    role = rv.role
+    busy = [w.busy_ns for w in role.workers]
+    return {
+        "role": role.name,
+        "processes": role.processes,
+        "imbalance": _frac(role.imbalance),
+        "busy_ns": {
+            "max": max(busy, default=0),
+            "mean": _ns(sum(busy) / len(busy)) if busy else None,
+            "min": min(busy, default=0),
+        },
+        "top_level_ns": role.top_level_ns,
+        "phases": [phase_doc(r) for r in rv.phases.values()],
+        "dominant": [r.name for r in rv.dominant if r.path],
+        "iterations": None if rv.iterations is None else rv.iterations.name,
+        "stragglers": [straggler_doc(s) for s in rv.stragglers],
+    }
+
+
+def worker_doc(w: Worker) -> dict[str, Any]:
+    return {
+        "path": w.path,
+        "role": w.role,
+        "host": w.host,
+        "pid": w.pid,
+        "rank": w.rank,
+        "local_rank": w.local_rank,
+        "job_id": w.job_id,
+        "run_id": w.run_id,
+        "uuid": w.uuid,
+        "start_time": w.start_time,
+        "written_at": w.written_at,
+        "final": w.final,
+        "snapshot_seq": w.snapshot_seq,
+        "stale_s": None if w.stale_s is None else round(w.stale_s, 3),
+        "flush_errors": w.flush_errors,
+        "last_flush_error": w.last_flush_error,
+        "recorded_nothing": w.recorded_nothing,
+        "busy_ns": w.busy_ns,
+        "threads": w.threads,
+        "thread_names": w.thread_names,
+        "clock": {"wall": w.clock_wall, "cpu": w.clock_cpu},
+        "own_write_bytes": w.own_write_bytes,
+        "folded_entries": w.folded_entries,
+        "depth_overflow": w.depth_overflow,
+    }
+
+
+def to_document(run: MergedRun, top: int = DEFAULT_TOP) -> dict[str, Any]:
+    """The report as plain data (what ``--json`` prints)."""
+    view = run_view(run, top)
+    wall, cpu = clock_summary(run)
+    doc: dict[str, Any] = {
+        "format": REPORT_FORMAT,
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "run": {
+            "dir": run.run_dir,
+            "run_id": run.run_id,
+            "start_time": run.start_time,
+            "end_time": run.end_time,
+            "runtime_ns": run.runtime_ns,
+            "processes": run.processes,
+            "roles": {name: role.processes for name, role in run.roles.items()},
+            "hosts": run.hosts,
+            "nodes": len(run.hosts),
+            "clocks": {
+                "wall": dict(sorted(wall.items())),
+                "cpu": {("null" if k is None else k): v for k, v in sorted(cpu.items(), key=str)},
+            },
+            "own_write_bytes": _sum_opt([w.own_write_bytes for w in run.workers]),
+            "with_samples": run.with_samples,
+            "superseded": [
+                {"run_id": a.run_id, "workers": a.workers, "start_time": a.start_time}
+                for a in run.superseded
+            ],
+        },
+        "roles": [role_doc(rv) for rv in view.roles],
+        "workers": [worker_doc(w) for w in run.workers],
+        "unreadable": [{"path": u.path, "reason": u.reason} for u in run.unreadable],
+        "caveats": [{"kind": c.kind, "message": c.message, "workers": c.workers} for c in run.caveats],
+    }
+    for key, fn in SECTIONS.items():
+        value = fn(view)
+        if value is not None:
+            doc[key] = value
+    return doc
+
+
+def _sum_opt(values: list[int | None]) -> int | None:
+    got = [v for v in values if v is not None]
+    return sum(got) if got else None
+
+
+def render_json(run: MergedRun, top: int = DEFAULT_TOP) -> str:
+    return json.dumps(to_document(run, top), indent=2, allow_nan=False) + "\n"

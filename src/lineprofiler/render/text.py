@@ -1,0 +1,217 @@
+"""The text report of one merged run: a sequence of blocks, each a function of the run's view.
+
+Other modules add blocks (the resource blocks: I/O, MEMORY, GPU) with ``register_block``; a block
+returns its lines, or an empty list to be left out. Blocks are separated by one blank line.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+
+from lineprofiler.accounting.model import MergedRun
+from lineprofiler.render.units import (
+    NA,
+    fmt_bytes,
+    fmt_count,
+    fmt_duration,
+    fmt_rate,
+    fmt_ratio,
+    fmt_share,
+)
+from lineprofiler.render.view import (
+    DEFAULT_TOP,
+    PhaseRow,
+    RoleView,
+    RunView,
+    clock_summary,
+    run_view,
+    sample_note,
+)
+
+RULE = "─" * 62
+NAME_W = 30
+WRAP = 100
+MAX_HOSTS = 8
+
+Block = Callable[[RunView], list[str]]
+
+
+def _name_width(names: list[str]) -> int:
+    return max([NAME_W] + [len(n) + 2 for n in names])
+
+
+def _row_name(row: PhaseRow) -> str:
+    return ("~" if row.stats.estimated else "") + row.name
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n:,} {word if n == 1 else (plural or word + 's')}"
+
+
+# -- blocks --
+
+
+def header_block(view: RunView) -> list[str]:
+    run = view.run
+    roles = ", ".join(f"{name} x{role.processes}" for name, role in run.roles.items())
+    hosts = run.hosts
+    shown = ", ".join(hosts if len(hosts) <= MAX_HOSTS else hosts[: MAX_HOSTS - 2] + ["..."])
+    if len(hosts) > MAX_HOSTS:
+        shown += ", " + hosts[-1]
+    lines = [
+        f"Runtime {fmt_duration(run.runtime_ns)}   Processes {run.processes:,}   Roles {roles}",
+        f"Hosts {shown} ({_plural(len(hosts), 'node')})   Run {run.run_id}",
+    ]
+    wall, cpu = clock_summary(run)
+    walls = ", ".join(_tally(wall, len(run.workers)))
+    cpus = _tally({("not measured" if k is None else k): v for k, v in cpu.items()}, len(run.workers))
+    clock = f"Clocks wall {walls or NA}, cpu {', '.join(cpus)}"
+    if None in cpu:
+        clock += " (wait n/a where not measured)"
+    own = [w.own_write_bytes for w in run.workers if w.own_write_bytes is not None]
+    if own:
+        clock += f"   Own writes {fmt_bytes(sum(own))}"
+    lines.append(clock)
+    return lines
+
+
+def _tally(counts: dict, total: int) -> list[str]:
+    if len(counts) == 1 and sum(counts.values()) == total:
+        return [str(next(iter(counts)))]
+    return [f"{k} x{v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))]
+
+
+def roles_block(view: RunView) -> list[str]:
+    lines: list[str] = []
+    for i, rv in enumerate(view.roles):
+        if i:
+            lines.append("")
+        lines += role_lines(rv)
+    return lines
+
+
+def role_lines(rv: RoleView) -> list[str]:
+    role = rv.role
+    imbalance = NA if role.imbalance is None else f"{role.imbalance:.2f}"
+    out = [
+        f"{role.name.upper()}  ({_plural(role.processes, 'process', 'processes')}, "
+        f"imbalance {imbalance})",
+        RULE,
+    ]
+    if not rv.top_level:
+        out.append("(no phases recorded)")
+    w = _name_width([_row_name(r) for r in rv.top_level])
+    for r in rv.top_level:
+        out.append(f"{_row_name(r):<{w}}{fmt_share(r.share):>6}{fmt_duration(r.stats.time_ns):>13}")
+    if rv.dominant:
+        out += [""] + dominant_lines(rv)
+    if rv.iterations is not None:
+        out += [""] + iteration_lines(rv.iterations)
+    if rv.stragglers:
+        out += [""] + straggler_lines(rv)
+    shown = [r for r in rv.sampled if r in rv.dominant or r in rv.top_level]
+    if shown:
+        out += ["", "  ~ = estimated from a sample, not measured. Totals are scaled by the rate:"]
+        nw = max([23] + [len(r.name) + 1 for r in shown])
+        out += [f"      {r.name:<{nw}} {sample_note(r.stats)}" for r in shown]
+    return out
+
+
+def dominant_lines(rv: RoleView) -> list[str]:
+    w = _name_width([_row_name(r) for r in rv.dominant])
+    out = [f"{'DOMINANT PHASES':<{w}}{'self':>10}{'wait':>8}{'p50':>10}{'p99':>10}"]
+    for r in rv.dominant:
+        s = r.stats
+        if r.path:
+            wait = s.wait_fraction
+            wait_text = NA if wait is None else f"{wait * 100:.0f}%"
+            p50, p99 = r.q(0.5), r.q(0.99)
+            out.append(
+                f"{_row_name(r):<{w}}{fmt_duration(s.self_ns):>10}{wait_text:>8}"
+                f"{fmt_duration(p50):>10}{fmt_duration(p99):>10}"
+            )
+        else:
+            out.append(r.name)
+        cw = max([w - 6] + [len(c.name) + 1 for c in r.counters])
+        for c in r.counters:
+            each = NA if c.time_per_each_ns is None else fmt_duration(c.time_per_each_ns) + "/ea"
+            out.append(
+                f"    + {c.name:<{cw}}{fmt_count(c.count):>10}{fmt_rate(c.rate_per_s):>14}"
+                f"{each:>14}"
+            )
+    return out
+
+
+def iteration_lines(r: PhaseRow) -> list[str]:
+    s = r.stats
+    where = "" if r.path == ("iteration",) else f"  {r.name}"
+    title = f"ITERATIONS  ({_plural(s.calls, 'entry', 'entries')}){where}"
+    if s.estimated:
+        title = "~" + title + f"  (estimated: {sample_note(s)})"
+    return [
+        title,
+        f"  mean{fmt_duration(r.mean_ns):>11}   p50{fmt_duration(r.q(0.5)):>11}"
+        f"   p95{fmt_duration(r.q(0.95)):>11}   p99{fmt_duration(r.q(0.99)):>11}",
+    ]
+
+
+def straggler_lines(rv: RoleView) -> list[str]:
+    labels = [s.slowest.worker.label for s in rv.stragglers]
+    w = _name_width(["/".join(s.path) for s in rv.stragglers])
+    lw = max([22] + [len(x) + 2 for x in labels])
+    out = [f"{'SLOWEST PROCESS':<{w}}{'':>{lw}}{'time':>10}{'median':>10}{'ratio':>8}"]
+    for s, label in zip(rv.stragglers, labels):
+        out.append(
+            f"{'/'.join(s.path):<{w}}{label:>{lw}}{fmt_duration(s.slowest.time_ns):>10}"
+            f"{fmt_duration(s.median_ns):>10}{fmt_ratio(s.ratio):>8}"
+        )
+    return out
+
+
+def legend_block(view: RunView) -> list[str]:
+    return textwrap.wrap(
+        "Times are summed over a role's processes; share is of the role's top-level time; "
+        "wait is the share of a phase's wall time spent off the CPU; imbalance is the max over "
+        "the mean of the role's per-process busy time; ratio is the slowest process's time in "
+        "the phase over the median process's.",
+        WRAP,
+    )
+
+
+def caveats_block(view: RunView) -> list[str]:
+    out = ["CAVEATS", RULE]
+    if not view.run.caveats:
+        return out + ["  none: every worker file was read, and none is stale"]
+    for c in view.run.caveats:
+        out += textwrap.wrap(c.message, WRAP, initial_indent="- ", subsequent_indent="  ")
+    return out
+
+
+BLOCKS: list[tuple[str, Block]] = [
+    ("header", header_block),
+    ("roles", roles_block),
+    ("legend", legend_block),
+    ("caveats", caveats_block),
+]
+
+
+def register_block(name: str, block: Block, before: str = "legend") -> None:
+    """Adds a block (e.g. a resource block) to the text report, before the block ``before``."""
+    names = [n for n, _ in BLOCKS]
+    if name in names:
+        BLOCKS[names.index(name)] = (name, block)
+        return
+    at = names.index(before) if before in names else len(BLOCKS)
+    BLOCKS.insert(at, (name, block))
+
+
+def render_text(run: MergedRun, top: int = DEFAULT_TOP) -> str:
+    """The text report of a merged run."""
+    view = run_view(run, top)
+    parts = []
+    for _, block in BLOCKS:
+        lines = block(view)
+        if lines:
+            parts.append("\n".join(line.rstrip() for line in lines))
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,69 @@
+"""Human-readable numbers for the text report: durations, counts, rates, shares, bytes."""
+
+from __future__ import annotations
+
+import math
+import time
+
+NA = "n/a"
+
+
+def fmt_duration(ns: float | None) -> str:
+    """``850ns``, ``156.8us``, ``9.4ms``, ``12.3s``, ``3m 05s``, ``27m``, ``2h 31m``; None: n/a."""
+    if ns is None or (isinstance(ns, float) and math.isnan(ns)):
+        return NA
+    ns = max(0.0, float(ns))
+    if ns < 999.5:
+        return f"{ns:.0f}ns"
+    for unit, scale in (("us", 1e3), ("ms", 1e6), ("s", 1e9)):
+        value = round(ns / scale, 1)
+        if value < 1000.0 and (unit != "s" or value < 60.0):
+            return f"{value:.1f}{unit}"
+    seconds = round(ns / 1e9)
+    if seconds < 600:
+        return f"{seconds // 60}m {seconds % 60:02d}s"
+    minutes = round(ns / 60e9)
+    if minutes < 60:
+        return f"{minutes}m"
+    return f"{minutes // 60}h {minutes % 60:02d}m"
+
+
+def fmt_count(n: int | None) -> str:
+    return NA if n is None else f"{n:,}"
+
+
+def fmt_rate(per_s: float | None) -> str:
+    return NA if per_s is None else f"{per_s:,.1f}/s"
+
+
+def fmt_share(fraction: float | None, decimals: int = 1) -> str:
+    """A fraction as a percentage: ``82.9%``; None: n/a."""
+    if fraction is None or math.isnan(fraction):
+        return NA
+    return f"{fraction * 100:.{decimals}f}%"
+
+
+def fmt_ratio(ratio: float | None) -> str:
+    if ratio is None or math.isnan(ratio) or math.isinf(ratio):
+        return NA
+    return f"{ratio:.2f}x"
+
+
+def fmt_bytes(n: int | None) -> str:
+    """Decimal units, as the spec's I/O block: ``408.7 MB``, ``0 B``."""
+    if n is None:
+        return NA
+    if abs(n) < 1000:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("kB", "MB", "GB", "TB", "PB"):
+        value /= 1000.0
+        if abs(value) < 999.95 or unit == "PB":
+            return f"{value:.1f} {unit}"
+    return f"{n} B"  # unreachable
+
+
+def fmt_utc(unix_s: float | None) -> str:
+    if unix_s is None:
+        return NA
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(unix_s))
