@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from lineprofiler.accounting import merge_run
 from tests.helpers import run_python
 from tests.integration.runfiles import roles, workers
 
@@ -128,6 +129,11 @@ def test_sigkill_before_the_first_flush_leaves_a_named_empty_worker(tmp_path):
     [w] = workers(tmp_path / "run")  # written at start: the worker is not missing
     assert w.doc["threads"] == [] and w.doc["final"] is False
     assert w.meta["role"] == "worker" and w.meta["pid"] > 0
+    run = merge_run(tmp_path / "run", with_samples=False)
+    assert run.processes == 1
+    [nothing] = [c for c in run.caveats if c.kind == "recorded_nothing"]
+    assert "started, recorded nothing" in nothing.message
+    assert nothing.workers == [run.workers[0].path]
 
 
 def test_sigkill_after_a_periodic_flush_keeps_what_that_flush_wrote(tmp_path):
@@ -205,6 +211,10 @@ def test_a_rerun_into_the_same_directory_is_a_new_attempt(tmp_path):
         second[0]: ["actor", "learner"],
     }
     assert all(f"w_{w.meta['run_id']}_" in w.path.name for w in ws)
+    run = merge_run(tmp_path / "run", with_samples=False)
+    assert run.run_id == second[0]  # the newest attempt is reported, the other one named
+    assert run.processes == 2 and sorted(run.roles) == ["actor", "learner"]
+    assert [(a.run_id, a.workers) for a in run.superseded] == [(first[0], 2)]
 
 
 RELATIVE = """
@@ -265,3 +275,5 @@ def test_processes_on_different_hosts_are_named_by_host(tmp_path):
         assert w.path.parent.name == host
     assert len({w.meta["run_id"] for w in ws}) == 1
     assert roles(ws) == {"learner": 1, "actor": 2}
+    run = merge_run(tmp_path / "run", with_samples=False)
+    assert run.hosts == sorted({os.uname().nodename, "nodeA", "nodeB"}) and run.processes == 3

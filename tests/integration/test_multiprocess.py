@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from lineprofiler.accounting import merge_run
 from tests.helpers import run_python
 from tests.integration.runfiles import roles, workers
 
@@ -47,8 +48,13 @@ def _check_pipeline(tmp_path, method: str, n: int, fail: bool = False) -> None:
     pids = eval(out.split("pids", 1)[1].splitlines()[0])
     assert exitcodes == [1 if (fail and i == 0) else 0 for i in range(n)]
 
+    run = merge_run(tmp_path / "run", with_samples=False)
+    assert run.processes == n + 1, [w.path for w in run.workers]  # one file per process, no extra
+    assert {name: r.processes for name, r in run.roles.items()} == {"actor": n, "learner": 1}
+    assert run.superseded == [] and run.unreadable == []
+    assert [c.kind for c in run.caveats] == []  # nobody recorded nothing, nobody stale
+    assert run.tree[("step",)].calls == n * (n + 1) // 2
     ws = workers(tmp_path / "run")
-    assert len(ws) == n + 1, [w.path.name for w in ws]  # one file per process, no extras
     assert roles(ws) == {"actor": n, "learner": 1}
     assert len({w.meta["run_id"] for w in ws}) == 1  # one attempt
     assert len({w.meta["uuid"] for w in ws}) == n + 1
@@ -121,6 +127,9 @@ if __name__ == "__main__":
 
 def test_forked_child_gets_its_own_worker_empty_tree_and_clean_stack(tmp_path):
     run_python(INHERITED, cwd=tmp_path, timeout=120)
+    run = merge_run(tmp_path / "run", with_samples=False)
+    assert run.processes == 4 and run.tree[("inner",)].calls == 6
+    assert ("outer", "inner") not in run.tree and run.tree[("setup",)].calls == 1
     ws = workers(tmp_path / "run")
     assert len(ws) == 4
     assert roles(ws) == {"learner": 4}  # the parent's role, inherited with the profiler
@@ -164,6 +173,9 @@ if __name__ == "__main__":
 @pytest.mark.parametrize("ending", ["join", "terminate"])
 def test_pool_workers_lose_nothing(tmp_path, ending):
     run_python(POOL, cwd=tmp_path, args=[ending], timeout=120)
+    run = merge_run(tmp_path / "run", with_samples=False)
+    assert run.tree[("task",)].calls == 40 and run.tree[("task",)].counters == {"x": 780}
+    assert all(w.final for w in run.workers)
     ws = workers(tmp_path / "run")
     workers_only = [w for w in ws if w.calls("task")]
     # Every task recorded exactly once, in some worker: 40 calls, sum of x = 780.
