@@ -238,3 +238,17 @@ def test_an_inherited_profiler_that_recorded_is_not_replaced(tmp_path):
     ws = workers(tmp_path / "run")
     assert roles(ws) == {"learner": 2, "actor": 1}
     assert sum(w.calls("before own") for w in ws) == 1
+
+
+def test_profilers_of_one_process_into_one_directory_share_the_attempt(tmp_path, clean_env):
+    first = make(tmp_path / "run", role="actor")
+    first.close()  # takes its environment back
+    assert env() == (None, None, None)
+    second = make(tmp_path / "run", role="learner")
+    other = make(tmp_path / "other")
+    try:
+        assert second.run_id == first.run_id  # same process, same directory: one attempt
+        assert other.run_id != first.run_id
+    finally:
+        other.close()
+        second.close()

@@ -27,15 +27,26 @@ def resolve_run_id(run_dir: Path) -> str:
     """The attempt this process belongs to.
 
     In order: ``$LINEPROFILER_RUN_ID`` when it was exported for this ``run_dir`` (an enabled
-    parent, or the user with no ``$LINEPROFILER_RUN_DIR``); else one derived from the launcher's
+    parent, or the user with no ``$LINEPROFILER_RUN_DIR``); else the one an earlier profiler of
+    this process used for ``run_dir``; else one derived from the launcher's
     job, so that ranks started by srun, torchrun or mpirun share an attempt with no parent
     profiler to inherit from; else a fresh one.
     """
+    run_dir = Path(run_dir)
     env_id = _RUN_ID_UNSAFE.sub("-", os.environ.get("LINEPROFILER_RUN_ID", "").strip())
     env_dir = os.environ.get("LINEPROFILER_RUN_DIR")
-    if env_id and (not env_dir or Path(os.path.abspath(env_dir)) == Path(run_dir)):
-        return env_id
-    return launcher_run_id() or new_run_id()
+    if env_id and (not env_dir or Path(os.path.abspath(env_dir)) == run_dir):
+        run_id = env_id
+    else:
+        run_id = _process_attempts.get(run_dir) or launcher_run_id() or new_run_id()
+    _process_attempts[run_dir] = run_id
+    return run_id
+
+
+# The attempt each run directory got in this process (and, through fork, its children): a second
+# profiler into the same directory later in the same process, after the first closed and took its
+# environment back, is still the same attempt.
+_process_attempts: dict[Path, str] = {}
 
 
 def launcher_run_id() -> str | None:
