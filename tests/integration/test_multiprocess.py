@@ -183,3 +183,38 @@ def test_pool_workers_lose_nothing(tmp_path, ending):
     assert sum(w.counter("x", "task") for w in ws) == 780
     assert 1 <= len(workers_only) <= 3
     assert len(ws) == 4  # parent + 3 pool workers
+
+
+# The profiler's own threads are stopped across a fork: a `before` hook registered ahead of the
+# profiler's runs after the profiler's one (CPython runs them in reverse), and counts threads.
+THREADS_AT_FORK = """
+import os, sys, warnings
+warnings.simplefilter("error", DeprecationWarning)   # 3.12+: fork() with threads warns
+
+def threads():
+    with open("/proc/self/status") as f:
+        return int(next(l for l in f if l.startswith("Threads:")).split()[1])
+
+base = threads()   # the main thread, and the test harness's faulthandler watchdog
+seen = []
+os.register_at_fork(before=lambda: seen.append(threads() - base))
+from lineprofiler.accounting import Profiler
+
+p = Profiler(run_dir="run", enabled=True, snapshot_interval_s=0.01, sample_interval_s=1.0)
+running = threads() - base
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+print("running", running, "at fork", seen, "after", threads(), p._rec.thread_running())
+p.close()
+"""
+
+
+def test_profiler_threads_are_stopped_across_a_fork(tmp_path):
+    out = run_python(THREADS_AT_FORK, cwd=tmp_path).stdout
+    running = int(out.split("running ")[1].split()[0])
+    assert running >= 1  # the snapshot thread (and any sampler) was running
+    assert "at fork [0]" in out  # none of them existed when fork() ran
+    assert out.rstrip().endswith("True")  # and it was restarted in the parent
+    assert len(workers(tmp_path / "run")) == 2
