@@ -252,3 +252,27 @@ def test_profilers_of_one_process_into_one_directory_share_the_attempt(tmp_path,
     finally:
         other.close()
         second.close()
+
+
+# subprocess forks to run preexec_fn and then execs: that child is not a worker and must not
+# leave a file that reads as "started, recorded nothing". os.fork() children are workers.
+PREEXEC = """
+import os, subprocess
+from lineprofiler.accounting import Profiler
+
+p = Profiler(run_dir="run", enabled=True, snapshot_interval_s=0.05, sample_interval_s=None)
+subprocess.run(["true"], preexec_fn=lambda: None, check=True)
+subprocess.run(["true"], preexec_fn=os.setsid, check=True)
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+p.close()
+print("parent", os.getpid(), "forked", pid)
+"""
+
+
+def test_subprocess_preexec_children_are_not_workers(tmp_path):
+    out = run_python(PREEXEC, cwd=tmp_path).stdout.split()
+    ws = workers(tmp_path / "run")
+    assert sorted(w.meta["pid"] for w in ws) == sorted([int(out[1]), int(out[3])])

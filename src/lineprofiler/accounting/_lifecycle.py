@@ -29,6 +29,7 @@ import atexit
 import json
 import os
 import signal
+import sys
 import threading
 import time
 import weakref
@@ -288,11 +289,29 @@ def _after_fork_in_parent() -> None:
 
 def _after_fork_in_child() -> None:
     _stopped_for_fork.clear()
+    about_to_exec = _in_subprocess_preexec()
     for p in live_profilers():
         try:
-            _become_new_worker(p)
+            if about_to_exec:
+                # subprocess forked to run preexec_fn and then exec: not a worker. Go quiet
+                # rather than leave a file that would read as one that recorded nothing.
+                p._closed = True
+                p._rec.mark_closed()
+            else:
+                _become_new_worker(p)
         except Exception:
             pass
+
+
+def _in_subprocess_preexec() -> bool:
+    """Whether this fork is subprocess's (``preexec_fn``), which is followed by exec."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back  # up to the Python frame that called fork (os.fork, _fork_exec)
+    if frame is None:
+        return False
+    code = frame.f_code
+    return code.co_name == "_execute_child" and code.co_filename.endswith("subprocess.py")
 
 
 def _become_new_worker(p: Profiler) -> None:
