@@ -276,3 +276,19 @@ def test_subprocess_preexec_children_are_not_workers(tmp_path):
     out = run_python(PREEXEC, cwd=tmp_path).stdout.split()
     ws = workers(tmp_path / "run")
     assert sorted(w.meta["pid"] for w in ws) == sorted([int(out[1]), int(out[3])])
+
+
+def test_a_profiler_built_off_the_main_thread_leaves_signals_alone(tmp_path, clean_env):
+    import threading
+
+    before = handlers()
+    box: list[Profiler] = []
+    t = threading.Thread(target=lambda: box.append(make(tmp_path / "run")))
+    t.start()
+    t.join()
+    try:
+        assert handlers() == before  # signal.signal() is main-thread only: not attempted
+        assert os.environ["LINEPROFILER_RUN_DIR"] == str(tmp_path / "run")
+    finally:
+        box[0].close()
+    assert handlers() == before and env() == (None, None, None)
