@@ -218,3 +218,38 @@ def test_profiler_threads_are_stopped_across_a_fork(tmp_path):
     assert "at fork [0]" in out  # none of them existed when fork() ran
     assert out.rstrip().endswith("True")  # and it was restarted in the parent
     assert len(workers(tmp_path / "run")) == 2
+
+
+# close() in one thread while another forks: both stop the same C++ threads with the GIL released.
+RACE = """
+import os, threading
+from lineprofiler.accounting import Profiler
+
+def forker():
+    for _ in range(40):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+
+def closer():
+    for i in range(40):
+        p = Profiler(run_dir="run", role=f"r{i}", enabled=True,
+                     snapshot_interval_s=0.001, sample_interval_s=None)
+        with p.phase("x"):
+            pass
+        p.close()
+
+threads = [threading.Thread(target=forker), threading.Thread(target=closer)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print("done")
+"""
+
+
+def test_close_racing_fork_in_another_thread(tmp_path):
+    assert "done" in run_python(RACE, cwd=tmp_path, timeout=60).stdout
+    ws = workers(tmp_path / "run")
+    assert sum(1 for w in ws if w.doc["final"] and w.calls("x") == 1) == 40  # every closer's

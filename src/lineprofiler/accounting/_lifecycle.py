@@ -69,6 +69,16 @@ class _Hooks:
 _live: list[weakref.ReferenceType[Profiler]] = []
 _fork_handlers_registered = False
 _stopped_for_fork: list[weakref.ReferenceType[Profiler]] = []
+# Serialises stopping and starting the profilers' C++ threads between close() and fork() in
+# different Python threads (both release the GIL while joining). Held from before a fork to after.
+_threads_lock = threading.RLock()
+
+
+def stop_threads(p: Profiler) -> None:
+    """Stops and joins ``p``'s C++ threads (close() calls this rather than the recorder)."""
+    with _threads_lock:
+        p._rec.stop_thread()
+
 
 # Environment exporters, oldest first, with the values each set; and what was there before.
 _env_stack: list[tuple[weakref.ReferenceType[Profiler], dict[str, str]]] = []
@@ -90,7 +100,7 @@ def live_profilers() -> list[Profiler]:
 
 
 def attach(p: Profiler) -> None:
-    """Applies every process-global hook for the enabled profiler ``p`` (never raises)."""
+    """Starts ``p``'s C++ threads and applies every process-global hook (never raises)."""
     hooks = _Hooks()
     p._hooks = hooks
     _export_environment(p, hooks)
@@ -98,7 +108,9 @@ def attach(p: Profiler) -> None:
     atexit.register(hooks.atexit_fn)
     _install_signal_chains(p, hooks)
     _ensure_fork_handlers()
-    _live.append(weakref.ref(p))
+    with _threads_lock:  # a fork in another thread sees the threads and the profiler, or neither
+        p._rec.start_thread()
+        _live.append(weakref.ref(p))
     _register_multiprocessing(p, hooks)
 
 
@@ -266,6 +278,7 @@ def _ensure_fork_handlers() -> None:
 
 
 def _before_fork() -> None:
+    _threads_lock.acquire()
     _stopped_for_fork.clear()
     for p in live_profilers():
         try:
@@ -276,18 +289,23 @@ def _before_fork() -> None:
 
 
 def _after_fork_in_parent() -> None:
-    stopped = list(_stopped_for_fork)
-    _stopped_for_fork.clear()
-    for ref in stopped:
-        p = ref()
-        if p is not None and not p.closed:
-            try:
-                p._rec.start_thread()
-            except Exception:
-                pass
+    try:
+        stopped = list(_stopped_for_fork)
+        _stopped_for_fork.clear()
+        for ref in stopped:
+            p = ref()
+            if p is not None and not p.closed:
+                try:
+                    p._rec.start_thread()
+                except Exception:
+                    pass
+    finally:
+        _threads_lock.release()
 
 
 def _after_fork_in_child() -> None:
+    global _threads_lock
+    _threads_lock = threading.RLock()  # the parent's is held (by the forking thread): start fresh
     _stopped_for_fork.clear()
     about_to_exec = _in_subprocess_preexec()
     for p in live_profilers():

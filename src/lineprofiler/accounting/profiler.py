@@ -126,8 +126,7 @@ class Profiler:
         self.count = self._rec.count
         self._prepare_run_dir()
         self._flush(final=False)  # a worker is visible from its first moment
-        self._rec.start_thread()
-        _lifecycle.attach(self)  # environment, atexit, signals, fork, multiprocessing
+        _lifecycle.attach(self)  # threads; environment, atexit, signals, fork, multiprocessing
         if install:
             self._install()
 
@@ -167,7 +166,7 @@ class Profiler:
         self._closed = True
         if self._rec is None:
             return
-        self._rec.stop_thread()
+        _lifecycle.stop_threads(self)  # not concurrently with a fork in another thread
         self._flush(final=True)
         self._rec.mark_closed()
         if self._installed:
@@ -178,7 +177,7 @@ class Profiler:
         """Close without a trace: a forked child's inherited profiler, replaced before it recorded
         anything. Its file (written at the fork) is removed."""
         self._closed = True
-        self._rec.stop_thread()
+        _lifecycle.stop_threads(self)
         self._rec.mark_closed()
         if self._installed:
             self._uninstall()
