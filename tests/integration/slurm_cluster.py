@@ -16,7 +16,17 @@ import tempfile
 import time
 from pathlib import Path
 
-BINARIES = ("munged", "mungekey", "slurmctld", "slurmd", "srun", "sinfo", "scancel")
+BINARIES = (
+    "munged",
+    "mungekey",
+    "slurmctld",
+    "slurmd",
+    "srun",
+    "sbatch",
+    "squeue",
+    "sinfo",
+    "scancel",
+)
 
 
 class SlurmUnavailable(Exception):

@@ -154,3 +154,40 @@ def test_srun_ranks_flush_on_usr1_preemption(tmp_path, slurm):
     # Preempted mid-phase, each rank wrote its final file from the USR1 handler: nothing lost.
     assert run.tree[("blocked",)].open == 4 and run.tree[("blocked",)].calls == 0
     assert {meta(run, w)["exit_signal"] for w in run.workers} == {"SIGUSR1"}
+
+
+def test_sbatch_batch_step_flushes_on_usr1_to_the_batch_shell(tmp_path, slurm):
+    """What ``sbatch --signal=B:USR1@120`` does before a preemption: signal the batch step."""
+    run_dir = tmp_path / "run"
+    out = tmp_path / "job.out"
+    script = tmp_path / "job.sh"
+    script.write_text(
+        f"#!/bin/sh\nexec {sys.executable} {_script(tmp_path)} {run_dir} batch wait\n"
+    )
+    env = {**_env(), "SLURM_CONF": slurm.env["SLURM_CONF"]}
+    sub = subprocess.run(
+        ["sbatch", "--parsable", f"--output={out}", "-n", "1", str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    job_id = sub.stdout.strip().split(";")[0]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and "ready" not in (out.read_text() if out.exists() else ""):
+        time.sleep(0.1)
+    assert "ready" in out.read_text()
+    subprocess.run(["scancel", "--batch", "--signal=USR1", job_id], env=env, check=True, timeout=30)
+    while time.monotonic() < deadline:
+        q = subprocess.run(["squeue", "-h", "-j", job_id], env=env, capture_output=True, text=True)
+        if not q.stdout.strip():
+            break
+        time.sleep(0.1)
+    run = merge_run(run_dir, with_samples=False)
+    [w] = run.workers
+    assert run.run_id == f"slurm-{job_id}" and w.job_id == job_id and w.role == "batch"
+    assert w.final and w.tree[("step",)].calls == (w.rank or 0) + 1
+    assert run.tree[("blocked",)].open == 1
+    assert meta(run, w)["exit_signal"] == "SIGUSR1"
