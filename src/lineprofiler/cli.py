@@ -27,7 +27,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():
-        if importlib.util.find_spec(module_name) is None:
+        try:
+            if importlib.util.find_spec(module_name) is None:
+                continue
+        except ModuleNotFoundError:  # its parent package is not there yet
             continue
         module = importlib.import_module(module_name)
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)

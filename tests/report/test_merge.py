@@ -7,7 +7,16 @@ import pytest
 from lineprofiler.accounting import RunError, merge_run
 from lineprofiler.accounting.stats import HIST_MAX_REL_ERROR
 from tests.helpers import run_python
-from tests.report.synth import MS, RUN_ID, T0, Ph, golden_run, worker_doc, write_worker
+from tests.report.synth import (
+    MS,
+    RUN_ID,
+    T0,
+    Ph,
+    child_env,
+    golden_run,
+    worker_doc,
+    write_worker,
+)
 
 
 def test_golden_run_sums_over_processes(tmp_path):
@@ -180,7 +189,7 @@ def test_real_processes_are_merged(tmp_path):
                 time.sleep(0.001)
         p.close()
     """
-    env = {"PYTHONPATH": _src_path()}
+    env = child_env()
     run_python(code, cwd=tmp_path, args=["actor", "5"], env=env)
     run_python(code, cwd=tmp_path, args=["learner", "7"], env=env)
     run = merge_run(tmp_path / "run", with_samples=False)
@@ -195,9 +204,32 @@ def test_real_processes_are_merged(tmp_path):
     assert all(latest - w.written_at < 300 for w in run.workers)
 
 
-def _src_path() -> str:
-    import os
+def test_no_samples_never_calls_the_sample_readers(tmp_path, monkeypatch):
+    from lineprofiler.accounting import merge as merge_mod
 
-    import lineprofiler
+    calls: list[tuple[str, str]] = []
+    monkeypatch.setattr(
+        merge_mod,
+        "SAMPLE_READERS",
+        [lambda run, w, doc, path: calls.append((w.run_id, path.name))],
+    )
+    monkeypatch.setattr(merge_mod, "SAMPLE_FINISHERS", [lambda run: calls.append(("finish", ""))])
+    d = tmp_path / "run"
+    write_worker(d, worker_doc(role="a", pid=1, run_id="20261201T0000-000000", start_time=T0 - 9))
+    write_worker(d, worker_doc(role="a", pid=2, threads=[Ph(("x",), [MS])]))
+    merge_run(d, with_samples=False)
+    assert calls == []
+    merge_run(d)
+    # only the reported attempt's workers, then the finisher once
+    assert calls == [(RUN_ID, f"w_{RUN_ID}_2_00000002.json"), ("finish", "")]
 
-    return os.path.dirname(os.path.dirname(lineprofiler.__file__))
+
+def test_open_entries_and_live_run_are_caveats(tmp_path):
+    d = tmp_path / "run"
+    phases = [Ph(("train",), [MS], open=1, open_ns=5 * MS), Ph(("train", "step"), [MS])]
+    write_worker(d, worker_doc(role="a", pid=1, threads=phases, final=False))
+    run = merge_run(d)
+    assert run.tree[("train",)].time_ns == 6 * MS  # the open entry's time so far counts
+    assert run.tree[("train",)].wall_ns == MS  # but not as a completed entry
+    kinds = {c.kind: c for c in run.caveats}
+    assert "live" in kinds and kinds["open_entries"].message.startswith("1 phase entries")

@@ -14,7 +14,7 @@ std::atomic<uint64_t> g_next_generation{1};
 uint64_t current_os_tid() { return uint64_t(syscall(SYS_gettid)); }
 }  // namespace
 
-thread_local Recorder::TlsCache Recorder::tls_cache __attribute__((tls_model("initial-exec")));
+__thread TlsCache g_tls_cache __attribute__((tls_model("initial-exec"))) = {0, nullptr};
 
 ThreadState::ThreadState(uint64_t os_tid, std::string thread_name, bool measure_cpu)
     : os_tid_(os_tid), thread_name_(std::move(thread_name)), measure_cpu_(measure_cpu) {
@@ -23,7 +23,7 @@ ThreadState::ThreadState(uint64_t os_tid, std::string thread_name, bool measure_
 
 uint32_t ThreadState::add_child(uint32_t parent, uint32_t name_id) {
   std::lock_guard<std::mutex> lock(struct_mu_);
-  if (nodes_.size() >= kMaxNodes) {
+  if (nodes_.size() >= kMaxNodes) {  // (one slot stays free for the fold node)
     // The tree is full: every new path lands on one "(folded)" node under the root, and
     // anything entered beneath it stays there.
     bump(folded_entries, uint64_t(1));
@@ -43,6 +43,10 @@ uint32_t ThreadState::add_child(uint32_t parent, uint32_t name_id) {
 
 Counter& ThreadState::add_counter(uint32_t node, uint32_t name_id) {
   std::lock_guard<std::mutex> lock(struct_mu_);
+  if (counters_.full()) {  // absurdly many counter names: keep counting into the last one
+    bump(counter_overflow, uint64_t(1));
+    return counters_.back();
+  }
   uint32_t index = uint32_t(counters_.size());
   counters_.emplace_back(name_id);
   nodes_[node].counters.push_back(index);
@@ -84,8 +88,8 @@ ThreadState* Recorder::register_thread(const std::string& thread_name) {
     threads_->push_back(std::make_unique<ThreadState>(tid, thread_name, options_.measure_cpu));
     found = threads_->back().get();
   }
-  tls_cache.gen = generation_;
-  tls_cache.state = found;
+  g_tls_cache.gen = generation_;
+  g_tls_cache.state = found;
   return found;
 }
 

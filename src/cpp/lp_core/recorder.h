@@ -9,7 +9,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,6 +17,7 @@
 #include "lp_core/clock.h"
 #include "lp_core/cpu_clock.h"
 #include "lp_core/histogram.h"
+#include "lp_core/stable_array.h"
 
 namespace lp {
 
@@ -58,6 +58,15 @@ struct Frame {
 };
 
 class Recorder;
+class ThreadState;
+
+/// The calling thread's last-used (recorder generation, thread state). A plain __thread POD with
+/// the initial-exec model: one %fs-relative load, no TLS wrapper or __tls_get_addr call.
+struct TlsCache {
+  uint64_t gen;
+  ThreadState* state;
+};
+extern __thread TlsCache g_tls_cache __attribute__((tls_model("initial-exec")));
 
 /// One thread's tree and open-frame stack. Created on the thread's first record; never freed
 /// while its recorder lives (its data is reported even after the thread exits).
@@ -119,6 +128,7 @@ class ThreadState {
 
   std::atomic<uint64_t> depth_overflow{0};
   std::atomic<uint64_t> folded_entries{0};
+  std::atomic<uint64_t> counter_overflow{0};
 
  private:
   friend class Recorder;
@@ -154,8 +164,8 @@ class ThreadState {
   const bool measure_cpu_;
   ThreadCpuClock cpu_;
   mutable std::mutex struct_mu_;
-  std::deque<Node> nodes_;
-  std::deque<Counter> counters_;
+  StableArray<Node, 4, (kMaxNodes + 1 + 15) / 16> nodes_;   // kMaxNodes paths + "(folded)"
+  StableArray<Counter, 6, 1024> counters_;                   // up to 65,536 counters per thread
   uint32_t folded_node_ = 0;  // created on first fold
   std::atomic<uint32_t> depth_{0};
   Frame frames_[kMaxDepth];
@@ -199,7 +209,7 @@ class Recorder {
   /// The calling thread's state, or nullptr when it has not registered with this recorder
   /// (one thread-local compare on the hot path).
   ThreadState* thread_state() const {
-    return tls_cache.gen == generation_ ? tls_cache.state : nullptr;
+    return g_tls_cache.gen == generation_ ? g_tls_cache.state : nullptr;
   }
 
   /// Finds or creates the calling thread's state; caches it for thread_state(). thread_name is
@@ -217,13 +227,6 @@ class Recorder {
   CpuClockTier cpu_tier() const { return ThreadCpuClock().tier(); }
 
  private:
-  struct TlsCache {
-    uint64_t gen = 0;
-    ThreadState* state = nullptr;
-  };
-  // initial-exec: one %fs-relative load instead of a __tls_get_addr call from the module.
-  static thread_local TlsCache tls_cache __attribute__((tls_model("initial-exec")));
-
   RecorderOptions options_;
   uint64_t generation_;
   mutable std::mutex threads_mu_;

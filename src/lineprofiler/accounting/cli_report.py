@@ -55,6 +55,18 @@ def internal_error(prog: str, exc: BaseException) -> int:
     return 1
 
 
+def emit(text: str) -> int:
+    """Writes the report to stdout; a reader that went away (``| head``) is not an error."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the exit-time flush does not complain
+        os.close(devnull)
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
     if args.top < 0:
         return fail("report", f"--top must be 0 or more, not {args.top}")
@@ -72,6 +84,4 @@ def main(args: argparse.Namespace) -> int:
         return fail("report", str(exc))
     except Exception as exc:  # never a traceback on a user's terminal
         return internal_error("report", exc)
-    sys.stdout.write(out)
-    sys.stdout.flush()
-    return 0
+    return emit(out)

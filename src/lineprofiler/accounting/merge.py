@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from lineprofiler.accounting.model import (
     Unreadable,
     Worker,
 )
+from lineprofiler.render.units import fmt_duration, fmt_utc
 
 SCHEMA_VERSION = 1
 WORKER_FORMAT = "lineprofiler-worker"
@@ -36,10 +38,12 @@ _MAX_NS = 2**63 - 1  # ~292 years: any count or time above is corrupt
 # A worker not yet closed is stale when its last write is this much older than the run's newest
 # file: STALE_MIN_S, or STALE_INTERVALS snapshot intervals if that is longer.
 STALE_MIN_S = 60.0
+_FUTURE_SLACK_S = 86400.0  # clock skew between the nodes and the machine reading the run
 STALE_INTERVALS = 3.0
 
 # Readers of resource samples, called per worker only when with_samples=True:
-#   reader(run, worker, doc, file_path) -> None    (put results under run.resources)
+#   reader(run, worker, doc, file_path) -> None    (put results under run.resources; doc is the
+#   worker file without its "threads", which the merge has already reduced)
 # and finishers, called once after every worker was read: finisher(run) -> None.
 SAMPLE_READERS: list[Callable[[MergedRun, Worker, Mapping[str, Any], Path], None]] = []
 SAMPLE_FINISHERS: list[Callable[[MergedRun], None]] = []
@@ -104,9 +108,10 @@ def _load(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise _Bad("not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        if exc.pos >= len(data.rstrip()) - 1:
+        # A file cut short (a torn copy, a full disk) fails at its end, or inside a last string.
+        if exc.pos >= len(data.rstrip()) - 1 or exc.msg.startswith("Unterminated string"):
             raise _Bad(f"truncated (the JSON stops at byte {len(data)})") from None
-        raise _Bad(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        raise _Bad(f"not JSON ({exc.msg}: line {exc.lineno}, column {exc.colno})") from None
     except RecursionError:
         raise _Bad("not a worker file (nested too deeply)") from None
     if not isinstance(doc, dict):
@@ -214,6 +219,9 @@ def _worker(doc: dict[str, Any], rel: str) -> Worker:
     written_at = _num(doc.get("written_at"), "written_at")
     if written_at + 1.0 < start_time:
         raise _Bad(f"written_at {written_at} is before the process started ({start_time})")
+    if written_at > time.time() + _FUTURE_SLACK_S:
+        # one such file would make every other worker look stale
+        raise _Bad(f"written_at {written_at} is in the future ({fmt_utc(written_at)})")
     clock = doc.get("clock") if isinstance(doc.get("clock"), dict) else {}
     threads = doc.get("threads", [])
     if not isinstance(threads, list):
@@ -313,7 +321,8 @@ def merge_run(
     root = Path(os.fspath(run_dir))
     files = _check_run_dir(root)
 
-    # Group by attempt from the file names first (cheap), so only the chosen attempt is parsed.
+    # Group by attempt from the file names (w_<run_id>_<pid>_<uuid8>.json); every file is parsed,
+    # since an attempt's start (which picks the newest) is its workers' earliest start.
     by_attempt: dict[str, list[Path]] = {}
     for f in files:
         by_attempt.setdefault(_run_id_from_name(f.name) or "", []).append(f)
@@ -335,10 +344,12 @@ def merge_run(
                 continue
             workers.setdefault(w.run_id or run_id, []).append(w)
             if with_samples and SAMPLE_READERS:
-                samples_of[id(w)] = (doc, f)  # read below, once the attempt is chosen
+                # read below, once the attempt is chosen; keep the small keys, not the phases
+                slim = {k: v for k, v in doc.items() if k != "threads"}
+                samples_of[id(w)] = (slim, f)
             del doc
 
-    chosen = attempt if attempt is not None else _newest(workers, unreadable)
+    chosen = attempt if attempt is not None else _newest(workers)
     if chosen is None or not workers.get(chosen):
         bad = [u for us in unreadable.values() for u in us]
         detail = "; ".join(f"{u.path}: {u.reason}" for u in bad[:5])
@@ -392,9 +403,8 @@ def merge_run(
     return run
 
 
-def _newest(
-    workers: dict[str, list[Worker]], unreadable: dict[str, list[Unreadable]]
-) -> str | None:
+def _newest(workers: dict[str, list[Worker]]) -> str | None:
+    """The attempt whose earliest worker started last."""
     best: tuple[float, str] | None = None
     for run_id, ws in workers.items():
         if not ws:
@@ -433,8 +443,6 @@ def _listing(items: list[str], sep: str = ", ") -> str:
 
 
 def _caveats(run: MergedRun) -> list[Caveat]:
-    from lineprofiler.render.units import fmt_duration, fmt_utc
-
     out: list[Caveat] = []
     if run.unreadable:
         out.append(
@@ -519,13 +527,24 @@ def _caveats(run: MergedRun) -> list[Caveat]:
                 "is not merged; this report is the newest attempt",
             )
         )
-    unclosed = [w for w in run.workers if not w.final and w.stale_s is None]
-    if unclosed and len(unclosed) == len(run.workers):
+    if run.workers and not any(w.final for w in run.workers):
         out.append(
             Caveat(
                 "live",
                 "no worker has closed: the run is live or was killed; numbers stop at each "
                 "worker's last write",
+            )
+        )
+    still_open = [w for w in run.workers if any(s.open for s in w.tree.values())]
+    if still_open:
+        entries = sum(s.open for w in still_open for s in w.tree.values() if not s.thread_node)
+        out.append(
+            Caveat(
+                "open_entries",
+                f"{entries:,} phase entries in {len(still_open)} worker(s) were still open at "
+                "their last write: their time so far is counted, their wait and percentiles "
+                "are not",
+                [w.path for w in still_open],
             )
         )
     return out

@@ -94,6 +94,7 @@ def straggler_doc(s: Straggler) -> dict[str, Any]:
         "median_ns": _ns(s.median_ns),
         "ratio": _frac(s.ratio),
         "processes": [{**worker_ref(t.worker), "time_ns": t.time_ns} for t in s.times],
+        "hosts": [{"host": h, "processes": n, "mean_ns": _ns(mean)} for h, n, mean in s.by_host()],
     }
 
 
@@ -165,7 +166,9 @@ def to_document(run: MergedRun, top: int = DEFAULT_TOP) -> dict[str, Any]:
             "nodes": len(run.hosts),
             "clocks": {
                 "wall": dict(sorted(wall.items())),
-                "cpu": {("null" if k is None else k): v for k, v in sorted(cpu.items(), key=str)},
+                "cpu": {
+                    ("not_measured" if k is None else k): v for k, v in sorted(cpu.items(), key=str)
+                },
             },
             "own_write_bytes": _sum_opt([w.own_write_bytes for w in run.workers]),
             "with_samples": run.with_samples,
@@ -177,7 +180,9 @@ def to_document(run: MergedRun, top: int = DEFAULT_TOP) -> dict[str, Any]:
         "roles": [role_doc(rv) for rv in view.roles],
         "workers": [worker_doc(w) for w in run.workers],
         "unreadable": [{"path": u.path, "reason": u.reason} for u in run.unreadable],
-        "caveats": [{"kind": c.kind, "message": c.message, "workers": c.workers} for c in run.caveats],
+        "caveats": [
+            {"kind": c.kind, "message": c.message, "workers": c.workers} for c in run.caveats
+        ],
     }
     for key, fn in SECTIONS.items():
         value = fn(view)

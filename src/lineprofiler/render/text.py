@@ -6,6 +6,7 @@ returns its lines, or an empty list to be left out. Blocks are separated by one 
 
 from __future__ import annotations
 
+import statistics
 import textwrap
 from collections.abc import Callable
 
@@ -65,7 +66,9 @@ def header_block(view: RunView) -> list[str]:
     ]
     wall, cpu = clock_summary(run)
     walls = ", ".join(_tally(wall, len(run.workers)))
-    cpus = _tally({("not measured" if k is None else k): v for k, v in cpu.items()}, len(run.workers))
+    cpus = _tally(
+        {("not measured" if k is None else k): v for k, v in cpu.items()}, len(run.workers)
+    )
     clock = f"Clocks wall {walls or NA}, cpu {', '.join(cpus)}"
     if None in cpu:
         clock += " (wait n/a where not measured)"
@@ -158,14 +161,24 @@ def iteration_lines(r: PhaseRow) -> list[str]:
 
 def straggler_lines(rv: RoleView) -> list[str]:
     labels = [s.slowest.worker.label for s in rv.stragglers]
+    labels += [f"node {h} (mean of {n})" for s in rv.stragglers for h, n, _ in s.by_host()[:1]]
     w = _name_width(["/".join(s.path) for s in rv.stragglers])
     lw = max([22] + [len(x) + 2 for x in labels])
-    out = [f"{'SLOWEST PROCESS':<{w}}{'':>{lw}}{'time':>10}{'median':>10}{'ratio':>8}"]
-    for s, label in zip(rv.stragglers, labels):
+    out = [f"{'SLOWEST PROCESS, NODE':<{w}}{'':>{lw}}{'time':>10}{'median':>10}{'ratio':>8}"]
+    for s, label in zip(rv.stragglers, labels, strict=False):
         out.append(
             f"{'/'.join(s.path):<{w}}{label:>{lw}}{fmt_duration(s.slowest.time_ns):>10}"
             f"{fmt_duration(s.median_ns):>10}{fmt_ratio(s.ratio):>8}"
         )
+        hosts = s.by_host()
+        if len(hosts) > 1:
+            host, n, mean = hosts[0]
+            median = statistics.median(m for _, _, m in hosts)
+            ratio = fmt_ratio(mean / median if median > 0 else None)
+            who = f"node {host} (mean of {n})"
+            out.append(
+                f"{'':<{w}}{who:>{lw}}{fmt_duration(mean):>10}{fmt_duration(median):>10}{ratio:>8}"
+            )
     return out
 
 
@@ -174,8 +187,10 @@ def legend_block(view: RunView) -> list[str]:
         "Times are summed over a role's processes; share is of the role's top-level time; "
         "wait is the share of a phase's wall time spent off the CPU; imbalance is the max over "
         "the mean of the role's per-process busy time; ratio is the slowest process's time in "
-        "the phase over the median process's.",
+        "the phase over the median process's (for a node, the mean of its processes over the "
+        "median node's).",
         WRAP,
+        break_on_hyphens=False,
     )
 
 
@@ -184,7 +199,14 @@ def caveats_block(view: RunView) -> list[str]:
     if not view.run.caveats:
         return out + ["  none: every worker file was read, and none is stale"]
     for c in view.run.caveats:
-        out += textwrap.wrap(c.message, WRAP, initial_indent="- ", subsequent_indent="  ")
+        out += textwrap.wrap(
+            c.message,
+            WRAP,
+            initial_indent="- ",
+            subsequent_indent="  ",
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
     return out
 
 

@@ -83,6 +83,15 @@ class Straggler:
         m = self.median_ns
         return self.slowest.time_ns / m if m > 0 else None
 
+    def by_host(self) -> list[tuple[str, int, float]]:
+        """(host, processes, mean time per process) per node, slowest first."""
+        acc: dict[str, list[int]] = {}
+        for t in self.times:
+            acc.setdefault(t.worker.host, []).append(t.time_ns)
+        rows = [(h, len(v), sum(v) / len(v)) for h, v in acc.items()]
+        rows.sort(key=lambda r: (-r[2], r[0]))
+        return rows
+
 
 @dataclass
 class RoleView:

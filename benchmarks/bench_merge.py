@@ -1,0 +1,193 @@
+"""Merge + render speed and peak memory of ``lineprofiler report`` on synthetic runs.
+
+    PYTHONPATH=src python benchmarks/bench_merge.py [--json] [--rounds 3] [--keep DIR]
+
+Runs (real worker-file format, written by tests/report/synth.py):
+  tree64     64 workers x a 200-path phase tree (histograms, counters)
+  flat1024   1,024 phase-only workers x 8 phases
+Each measurement runs in a fresh child process: wall time of merge_run(with_samples=False) and
+of the text and JSON renders, and the child's peak RSS (ru_maxrss) before and after. The
+``floor`` column is the same child only reading and json-parsing every worker file, so
+``x floor`` is the merge's cost as a ratio to the parsing it cannot avoid.
+Target (issue 3): flat1024 merge+render < 5 s and peak RSS < 300 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+run_dir, mode = sys.argv[1], sys.argv[2]
+def rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+import lineprofiler.accounting, lineprofiler.render.text, lineprofiler.render.json
+base = rss_mb()
+out = {"base_rss_mb": base}
+if mode == "floor":
+    t0 = time.perf_counter()
+    n = 0
+    for f in sorted(Path(run_dir).glob("workers/*/w_*.json")):
+        json.loads(f.read_bytes()); n += 1
+    out["parse_s"] = time.perf_counter() - t0
+else:
+    from lineprofiler.accounting import merge_run
+    from lineprofiler.render.text import render_text
+    from lineprofiler.render.json import render_json
+    t0 = time.perf_counter()
+    run = merge_run(run_dir, with_samples=False)
+    t1 = time.perf_counter()
+    text = render_text(run)
+    t2 = time.perf_counter()
+    doc = render_json(run)
+    t3 = time.perf_counter()
+    out.update(merge_s=t1 - t0, text_s=t2 - t1, json_s=t3 - t2, workers=run.processes,
+               paths=len(run.tree), text_bytes=len(text), json_bytes=len(doc))
+out["peak_rss_mb"] = rss_mb()
+print(json.dumps(out))
+"""
+
+
+def make_runs(base: Path) -> dict[str, Path]:
+    from tests.report.synth import MS, Ph, worker_doc, write_worker
+
+    runs = {"tree64": base / "tree64", "flat1024": base / "flat1024"}
+    # 200 paths: 8 top-level x 4 children x 5 grandchildren = 8 + 32 + 160
+    paths = []
+    for i in range(8):
+        paths.append((f"stage_{i}",))
+        for j in range(4):
+            paths.append((f"stage_{i}", f"step_{j}"))
+            for k in range(5):
+                paths.append((f"stage_{i}", f"step_{j}", f"op_{k}"))
+    assert len(paths) == 200
+    for w in range(64):
+        scale = 1 + (w % 7) / 100
+        phases = [
+            Ph(
+                p,
+                dist=[(int(b * MS * scale / len(p)), 40 + b) for b in (1, 2, 3, 5, 8, 13)],
+                cpu=0.7,
+                counters={"items": 1000 + w} if len(p) == 3 else {},
+            )
+            for p in paths
+        ]
+        write_worker(
+            runs["tree64"],
+            worker_doc(
+                role=f"role{w % 4}",
+                pid=10_000 + w,
+                host=f"node{w // 8:02d}",
+                rank=w,
+                written_at=1_796_226_000.0 + 3600,
+                threads=phases,
+            ),
+        )
+    flat = [("iteration",)] + [("iteration", f"phase_{k}") for k in range(7)]
+    for w in range(1024):
+        phases = [Ph(p, dist=[(2 * MS, 50), (3 * MS, 50)], cpu=0.5) for p in flat]
+        phases[0] = Ph(flat[0], dist=[(20 * MS, 50), (30 * MS, 50)], cpu=0.5)
+        write_worker(
+            runs["flat1024"],
+            worker_doc(
+                role=("actor", "learner", "evaluator")[w % 3],
+                pid=20_000 + w,
+                host=f"node{w // 16:03d}",
+                rank=w,
+                written_at=1_796_226_000.0 + 3600,
+                threads=phases,
+            ),
+        )
+    return runs
+
+
+def child(run_dir: Path, mode: str) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(run_dir), mode],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return json.loads(proc.stdout)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3, help="best of N children per run")
+    parser.add_argument("--keep", metavar="DIR", help="write the runs here and keep them")
+    args = parser.parse_args()
+    tmp = None
+    if args.keep:
+        base = Path(args.keep)
+        base.mkdir(parents=True, exist_ok=True)
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="bench_merge_")
+        base = Path(tmp.name)
+    try:
+        runs = make_runs(base)
+        results = []
+        for name, run_dir in runs.items():
+            best: dict | None = None
+            floor: dict | None = None
+            for _ in range(args.rounds):  # interleaved: floor and merge alternate
+                f = child(run_dir, "floor")
+                m = child(run_dir, "merge")
+                if floor is None or f["parse_s"] < floor["parse_s"]:
+                    floor = f
+                total = m["merge_s"] + m["text_s"] + m["json_s"]
+                if best is None or total < best["total_s"]:
+                    best = {**m, "total_s": total}
+            assert best is not None and floor is not None
+            results.append(
+                {
+                    "run": name,
+                    "workers": best["workers"],
+                    "paths": best["paths"],
+                    "merge_s": round(best["merge_s"], 4),
+                    "text_s": round(best["text_s"], 4),
+                    "json_s": round(best["json_s"], 4),
+                    "total_s": round(best["total_s"], 4),
+                    "floor_parse_s": round(floor["parse_s"], 4),
+                    "x_floor": round(best["merge_s"] / floor["parse_s"], 2),
+                    "peak_rss_mb": round(best["peak_rss_mb"], 1),
+                    "base_rss_mb": round(best["base_rss_mb"], 1),
+                    "floor_peak_rss_mb": round(floor["peak_rss_mb"], 1),
+                }
+            )
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    if args.json:
+        print(json.dumps({"benchmark": "bench_merge", "results": results}, indent=2))
+        return 0
+    head = (
+        f"{'run':<10}{'workers':>8}{'paths':>7}{'merge s':>9}{'text s':>8}{'json s':>8}"
+        f"{'total s':>9}{'floor s':>9}{'x floor':>9}{'peak MB':>9}{'base MB':>9}"
+    )
+    print(head)
+    for r in results:
+        print(
+            f"{r['run']:<10}{r['workers']:>8}{r['paths']:>7}{r['merge_s']:>9.3f}{r['text_s']:>8.3f}"
+            f"{r['json_s']:>8.3f}{r['total_s']:>9.3f}{r['floor_parse_s']:>9.3f}{r['x_floor']:>9.2f}"
+            f"{r['peak_rss_mb']:>9.1f}{r['base_rss_mb']:>9.1f}"
+        )
+    print("target: flat1024 total < 5 s, peak < 300 MB (floor = read + json.loads of every file)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

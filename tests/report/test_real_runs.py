@@ -1,0 +1,94 @@
+"""The report of runs recorded by the real profiler in real processes, against ground truth."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lineprofiler.accounting import merge_run
+from tests.helpers import run_python
+from tests.report.synth import child_env
+
+CLI = "from lineprofiler.cli import main; raise SystemExit(main())"
+
+
+def test_thread_names_split_a_spinning_and_a_blocked_thread(tmp_path):
+    """Ground truth measured independently in the child (perf_counter and thread_time around
+    each entry): the report's wait% per thread-nested phase matches it, the sleeping collector
+    near 100%, the spinning learner far below (however loaded the machine is)."""
+    code = """
+        import json, threading, time
+        from lineprofiler.accounting import Profiler
+        p = Profiler(run_dir="run", role="learner", enabled=True, thread_names=True,
+                     snapshot_interval_s=None, sample_interval_s=None)
+        truth = {}
+        def measured(name, fn):
+            w0, c0 = time.perf_counter(), time.thread_time()
+            with p.phase(name):
+                fn()
+            w, c = truth.get(name, (0.0, 0.0))
+            truth[name] = (w + time.perf_counter() - w0, c + time.thread_time() - c0)
+        def spin():
+            end = time.perf_counter() + 0.01
+            while time.perf_counter() < end:
+                pass
+        def collector():
+            for _ in range(20):
+                measured("drain_queue", lambda: time.sleep(0.005))
+        t = threading.Thread(target=collector, name="collector")
+        threading.current_thread().name = "learner"
+        t.start()
+        for _ in range(10):
+            measured("train_step", spin)
+        t.join()
+        p.close()
+        json.dump({k: 1 - c / w for k, (w, c) in truth.items()}, open("truth.json", "w"))
+    """
+    run_python(code, cwd=tmp_path, env=child_env())
+    truth = json.loads((tmp_path / "truth.json").read_text())
+    run = merge_run(tmp_path / "run")
+    tree = run.roles["learner"].tree
+    train, drain = tree[("learner", "train_step")], tree[("collector", "drain_queue")]
+    assert train.calls == 10 and drain.calls == 20
+    assert drain.wait_fraction > 0.9
+    assert abs(drain.wait_fraction - truth["drain_queue"]) < 0.1
+    assert abs(train.wait_fraction - truth["train_step"]) < 0.1
+    assert tree[("collector",)].thread_node and tree[("collector",)].wall_ns == drain.wall_ns
+    proc = run_python(CLI, cwd=tmp_path, args=["report", "run"], env=child_env())
+    assert "learner/train_step" in proc.stdout and "collector/drain_queue" in proc.stdout
+
+
+@pytest.mark.slow
+def test_straggler_rank_is_named(tmp_path):
+    """Four ranks on one host; rank 2 does three times the work: the report names it."""
+    code = """
+        import sys, time
+        from lineprofiler.accounting import Profiler
+        rank = int(sys.argv[1])
+        p = Profiler(run_dir="run", role="trainer", enabled=True,
+                     snapshot_interval_s=None, sample_interval_s=None)
+        for _ in range(5):
+            with p.phase("step"):
+                time.sleep(0.006 if rank == 2 else 0.002)
+        p.close()
+    """
+    env = {**child_env(), "LINEPROFILER_RUN_ID": "20261202T1600-abcdef"}
+    for rank in range(4):
+        run_python(
+            code,
+            cwd=tmp_path,
+            args=[str(rank)],
+            env={**env, "RANK": str(rank), "LINEPROFILER_RUN_DIR": str(tmp_path / "run")},
+        )
+    run = merge_run(tmp_path / "run")
+    assert run.superseded == [] and run.processes == 4
+    assert sorted(w.rank for w in run.workers) == [0, 1, 2, 3]
+    proc = run_python(CLI, cwd=tmp_path, args=["report", "run", "--json"], env=child_env())
+    doc = json.loads(proc.stdout)
+    straggler = doc["roles"][0]["stragglers"][0]
+    assert straggler["name"] == "step"
+    assert straggler["slowest"]["rank"] == 2
+    assert straggler["ratio"] > 2.0
+    text = run_python(CLI, cwd=tmp_path, args=["report", "run"], env=child_env()).stdout
+    assert "rank 2 (" in text
