@@ -119,6 +119,7 @@ std::vector<ThreadSnapshot> Recorder::snapshot() const {
       s.calls = n.calls.load(std::memory_order_relaxed);
       s.wall_ns = n.wall_ns.load(std::memory_order_relaxed);
       s.cpu_ns = n.cpu_ns.load(std::memory_order_relaxed);
+      s.sample_every = n.sample_every.load(std::memory_order_relaxed);
       for (int b = 0; b < kHistBuckets; ++b) {
         uint64_t c = n.hist[b].load(std::memory_order_relaxed);
         if (c) s.hist.emplace_back(uint16_t(b), c);
@@ -132,8 +133,9 @@ std::vector<ThreadSnapshot> Recorder::snapshot() const {
     for (uint32_t i = 0; i < depth && i < kMaxDepth; ++i) {
       uint32_t node = ts->frames_[i].node.load(std::memory_order_relaxed);
       uint64_t t0 = ts->frames_[i].t0_ticks.load(std::memory_order_relaxed);
+      uint64_t scale = ts->frames_[i].scale.load(std::memory_order_relaxed);
       if (node >= snap.nodes.size() || now < t0) continue;
-      snap.nodes[node].open_ns += ticks_to_ns(now - t0);
+      snap.nodes[node].open_ns += ticks_to_ns(now - t0) * scale;
       snap.nodes[node].open_count += 1;
     }
     out.push_back(std::move(snap));

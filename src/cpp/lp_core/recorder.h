@@ -44,6 +44,8 @@ struct Node {
   std::vector<uint32_t> children;  // node indices; appended under ThreadState::struct_mu
   std::vector<uint32_t> counters;  // indices into ThreadState::counters; same rule
   uint32_t last_child = 0;         // owner-only lookup hint
+  uint32_t sample_countdown = 0;   // owner-only: sampled entries to skip before the next measured
+  std::atomic<uint32_t> sample_every{0};  // largest scale recorded here (0/1: every entry measured)
   std::atomic<uint64_t> calls{0};
   std::atomic<uint64_t> wall_ns{0};
   std::atomic<uint64_t> cpu_ns{0};
@@ -53,6 +55,7 @@ struct Node {
 struct Frame {
   std::atomic<uint32_t> node{0};
   std::atomic<uint64_t> t0_ticks{0};
+  std::atomic<uint32_t> scale{1};  // entries this one stands for (product of enclosing sample strides)
   uint64_t c0_ns = 0;
   const void* token = nullptr;
 };
@@ -75,19 +78,67 @@ class ThreadState {
   ThreadState(uint64_t os_tid, std::string thread_name, bool measure_cpu);
 
   /// Opens a phase named name_id under the innermost open one. token identifies the entry at exit.
-  inline void enter(uint32_t name_id, const void* token) {
+  /// sample_every > 1 measures one entry in sample_every of this path (a deterministic stride,
+  /// the first entry measured) and scales what it records by that factor; a skipped entry makes
+  /// this thread record nothing (no entries, no counters) until exit_skipped(token).
+  /// Returns true when the entry was recorded and must be closed with exit(token); false when it
+  /// was skipped (sampling, an enclosing skipped entry, or depth overflow).
+  inline bool enter(uint32_t name_id, const void* token, uint32_t sample_every = 1) {
+    if (__builtin_expect(skip_token_ != nullptr, 0)) return false;
     uint32_t d = depth_.load(std::memory_order_relaxed);
     if (d >= kMaxDepth) {
       bump(depth_overflow, uint64_t(1));
-      return;
+      return false;
     }
     uint32_t parent = d ? frames_[d - 1].node.load(std::memory_order_relaxed) : kRootNode;
+    uint32_t scale = d ? frames_[d - 1].scale.load(std::memory_order_relaxed) : 1;
+    uint32_t node = child(parent, name_id);
+    if (sample_every > 1) {
+      Node& n = nodes_[node];
+      if (n.sample_countdown) {
+        --n.sample_countdown;
+        skip_token_ = token;
+        return false;
+      }
+      n.sample_countdown = sample_every - 1;
+      uint64_t s = uint64_t(scale) * sample_every;
+      scale = s > UINT32_MAX ? UINT32_MAX : uint32_t(s);
+    }
+    if (scale > 1) mark_sampled(node, scale);
     Frame& f = frames_[d];
-    f.node.store(child(parent, name_id), std::memory_order_relaxed);
+    f.node.store(node, std::memory_order_relaxed);
+    f.scale.store(scale, std::memory_order_relaxed);
     f.token = token;
     f.t0_ticks.store(wall_ticks(), std::memory_order_relaxed);
     if (measure_cpu_) f.c0_ns = cpu_.now_ns();
     depth_.store(d + 1, std::memory_order_release);
+    return true;
+  }
+
+  /// Ends a skipped entry: when token is the sampled entry that started skipping, this thread
+  /// records again. Any other token (a phase entered while skipping) is ignored.
+  inline void exit_skipped(const void* token) {
+    if (skip_token_ == token) skip_token_ = nullptr;
+  }
+
+  /// Whether this thread is inside a skipped sampled entry (records nothing). Owner only.
+  bool skipping() const { return skip_token_ != nullptr; }
+
+  /// Restarts the clocks of the innermost open entry (after work that must not be billed to it,
+  /// such as a CUDA synchronize at entry). Owner only.
+  void restart_top() {
+    uint32_t d = depth_.load(std::memory_order_relaxed);
+    if (d == 0) return;
+    Frame& f = frames_[d - 1];
+    f.t0_ticks.store(wall_ticks(), std::memory_order_relaxed);
+    if (measure_cpu_) f.c0_ns = cpu_.now_ns();
+  }
+
+  /// Entries the innermost open phase stands for (1 unless it is inside a sampled entry); byte
+  /// counts measured inside it are multiplied by this. Owner only.
+  uint32_t current_scale() const {
+    uint32_t d = depth_.load(std::memory_order_relaxed);
+    return d ? frames_[d - 1].scale.load(std::memory_order_relaxed) : 1;
   }
 
   /// Closes the entry opened with token. Out-of-order exits close the frames above it too;
@@ -103,9 +154,15 @@ class ThreadState {
   }
 
   /// Adds n to counter name_id on the innermost open phase (the root when none is open).
+  /// Inside a sampled entry n is scaled like the entry; inside a skipped one nothing is added.
   inline void count(uint32_t name_id, int64_t n) {
+    if (__builtin_expect(skip_token_ != nullptr, 0)) return;
     uint32_t d = depth_.load(std::memory_order_relaxed);
     uint32_t node = d ? frames_[d - 1].node.load(std::memory_order_relaxed) : kRootNode;
+    if (d) {
+      uint32_t scale = frames_[d - 1].scale.load(std::memory_order_relaxed);
+      if (scale > 1) n = scale_count(n, scale);
+    }
     Node& nd = nodes_[node];
     for (uint32_t c : nd.counters) {
       if (counters_[c].name_id == name_id) {
@@ -146,16 +203,26 @@ class ThreadState {
   uint32_t add_child(uint32_t parent, uint32_t name_id);
   Counter& add_counter(uint32_t node, uint32_t name_id);
   void exit_out_of_order(const void* token);
+  void mark_sampled(uint32_t node, uint32_t scale) {
+    std::atomic<uint32_t>& every = nodes_[node].sample_every;
+    if (every.load(std::memory_order_relaxed) < scale) every.store(scale, std::memory_order_relaxed);
+  }
+  static int64_t scale_count(int64_t n, uint32_t scale) {
+    int64_t out;
+    if (__builtin_mul_overflow(n, int64_t(scale), &out)) return n > 0 ? INT64_MAX : INT64_MIN;
+    return out;
+  }
 
   inline void close_top(uint32_t d) {
     Frame& f = frames_[d - 1];
     uint64_t c1 = measure_cpu_ ? cpu_.now_ns() : 0;
     uint64_t wall = ticks_to_ns(wall_ticks() - f.t0_ticks.load(std::memory_order_relaxed));
     Node& n = nodes_[f.node.load(std::memory_order_relaxed)];
-    bump(n.calls, uint64_t(1));
-    bump(n.wall_ns, wall);
-    if (measure_cpu_) bump(n.cpu_ns, c1 > f.c0_ns ? c1 - f.c0_ns : uint64_t(0));
-    bump(n.hist[hist_bucket(wall)], uint64_t(1));
+    uint64_t scale = f.scale.load(std::memory_order_relaxed);  // 1 unless sampled
+    bump(n.calls, scale);
+    bump(n.wall_ns, wall * scale);
+    if (measure_cpu_) bump(n.cpu_ns, (c1 > f.c0_ns ? c1 - f.c0_ns : uint64_t(0)) * scale);
+    bump(n.hist[hist_bucket(wall)], scale);
     depth_.store(d - 1, std::memory_order_release);
   }
 
@@ -167,6 +234,7 @@ class ThreadState {
   StableArray<Node, 4, (kMaxNodes + 1 + 15) / 16> nodes_;   // kMaxNodes paths + "(folded)"
   StableArray<Counter, 6, 1024> counters_;                   // up to 65,536 counters per thread
   uint32_t folded_node_ = 0;  // created on first fold
+  const void* skip_token_ = nullptr;  // the skipped sampled entry this thread is inside, if any
   std::atomic<uint32_t> depth_{0};
   Frame frames_[kMaxDepth];
 };
@@ -182,6 +250,7 @@ struct NodeSnapshot {
   uint64_t cpu_ns = 0;
   uint64_t open_ns = 0;     // time so far of entries still open at the snapshot
   uint32_t open_count = 0;  // how many entries of this node are open
+  uint32_t sample_every = 0;  // > 1: values are scaled estimates (one entry in N measured)
   std::vector<std::pair<uint16_t, uint64_t>> hist;  // sparse (bucket, count)
   std::vector<std::pair<uint32_t, int64_t>> counters;  // (name id, value)
 };

@@ -60,6 +60,9 @@ void Worker::stop_thread() {
     stop_ = true;
   }
   stop_cv_.notify_all();
+  // Called from the snapshot thread itself (a periodic hook that closes the profiler): it ends
+  // after the hook returns; whoever stops it next (or the destructor) joins it.
+  if (thread_.get_id() == std::this_thread::get_id()) return;
   thread_.join();
 }
 

@@ -66,6 +66,10 @@ void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<
     } else {
       out.append("null");
     }
+    if (n.sample_every > 1) {  // values above are already scaled: an estimate, not a measurement
+      out.append(",\"sample_every\":");
+      append_json_uint(out, n.sample_every);
+    }
     out.append(",\"open\":");
     append_json_uint(out, n.open_count);
     out.append(",\"open_ns\":");

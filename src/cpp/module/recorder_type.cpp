@@ -8,9 +8,11 @@
 // while cached).
 #include "module/recorder_type.h"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
+#include "lp_core/name_shapes.h"
 #include "lp_core/names.h"
 #include "lp_core/worker.h"
 
@@ -23,6 +25,7 @@ namespace {
 struct NameCacheEntry {
   PyObject* obj = nullptr;
   uint32_t id = 0;
+  uint64_t shape_checked_by = 0;  // serial of the recorder that checked this name's shape
 };
 constexpr size_t kNameCacheSize = 1024;
 NameCacheEntry g_name_cache[kNameCacheSize];
@@ -50,6 +53,7 @@ bool name_id_slow(PyObject* name, NameCacheEntry& entry, uint32_t* id) {
     Py_INCREF(name);
     Py_XSETREF(entry.obj, name);
     entry.id = *id;
+    entry.shape_checked_by = 0;
   }
   return true;
 }
@@ -75,6 +79,11 @@ struct RecorderObject {
   PyObject_HEAD
   lp::Worker* worker;
   bool closed;
+  bool strict_names;
+  uint64_t serial;           // unique per recorder of the process (never reused, unlike addresses)
+  lp::NameShapes* shapes;    // phase names per shape (checked when a name is first seen)
+  PyObject* periodic_hook;   // strong reference, or nullptr: called after each periodic write
+  PyObject* phase_wrapper;   // strong reference, or nullptr: what installed phase() calls instead
   PyObject* weakreflist;
 };
 
@@ -83,10 +92,93 @@ struct ScopeObject {
   RecorderObject* rec;  // strong reference
   uint32_t name_id;
   uint32_t flags;
+  uint32_t sample_every;  // 1: every entry measured
 };
 
 constexpr uint32_t kScopeIo = 1u << 0;
 constexpr uint32_t kScopeSync = 1u << 1;
+constexpr uint32_t kScopeRecorded = 1u << 2;  // set by __enter__ when the entry was recorded
+
+uint64_t g_next_recorder_serial = 1;
+PyObject* g_phase_name_warning = nullptr;  // lineprofiler._core.PhaseNameWarning
+PyObject* g_phase_name_error = nullptr;    // lineprofiler._core.PhaseNameError
+PyObject* g_kw_io = nullptr;               // interned keyword names of phase()
+PyObject* g_kw_sync = nullptr;
+PyObject* g_kw_sample = nullptr;
+PyObject* g_kw_name = nullptr;
+
+// ---------------------------------------------------------------------------------------------
+// Phase-name hygiene: checked the first time a recorder sees a name object, never again.
+
+// Warns (once per shape) or, with strict_names, raises. Returns false with an exception set.
+bool check_name_shape(RecorderObject* r, uint32_t id) {
+  std::string text = lp::NameTable::instance().name(id);
+  lp::ShapeVerdict v = r->shapes->note(id, text);
+  if (r->strict_names && v.ordinal >= 2) {
+    PyErr_Format(g_phase_name_error,
+                 "phase name '%s' shares the shape '%s' with an earlier phase name "
+                 "(strict_names=True): use a fixed name and count() for the varying part",
+                 text.c_str(), v.shape.c_str());
+    return false;
+  }
+  if (v.warn_now) {
+    char msg[1024];
+    snprintf(msg, sizeof msg,
+             "%u distinct phase names share the shape '%s' (most recently '%s').\n"
+             "Names built from data grow the phase tree until it folds at %u paths and the report\n"
+             "stops being readable \u2014 use a fixed name and count() for the varying part.",
+             unsigned(v.shape_count), v.shape.c_str(), text.c_str(), unsigned(lp::kMaxNodes));
+    if (PyErr_WarnEx(g_phase_name_warning, msg, 1) < 0) return false;
+  }
+  return true;
+}
+
+// The name id of phase()'s name, its shape checked once per recorder and name object.
+inline bool phase_name_id(RecorderObject* r, PyObject* name, uint32_t* id) {
+  NameCacheEntry& entry = g_name_cache[(reinterpret_cast<uintptr_t>(name) >> 4) & (kNameCacheSize - 1)];
+  if (entry.obj == name && entry.shape_checked_by == r->serial) {
+    *id = entry.id;
+    return true;
+  }
+  if (!name_id_of(name, id)) return false;
+  if (!check_name_shape(r, *id)) return false;
+  if (entry.obj == name) entry.shape_checked_by = r->serial;
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// sync=True: torch.cuda.synchronize(), resolved lazily through a Python resolver that returns
+// the sync function (torch imported, CUDA available), None (ask again later: torch not imported
+// yet) or False (never: torch imported, no CUDA device).
+
+PyObject* g_sync_resolver = nullptr;
+PyObject* g_sync_fn = nullptr;
+bool g_sync_off = false;
+
+void cuda_sync_now() {
+  if (g_sync_off) return;
+  if (!g_sync_fn) {
+    if (!g_sync_resolver) return;
+    PyObject* got = PyObject_CallNoArgs(g_sync_resolver);
+    if (!got) {
+      PyErr_Clear();
+      g_sync_off = true;  // a resolver that fails will fail again: stop asking
+      return;
+    }
+    if (got == Py_None || got == Py_False) {
+      g_sync_off = got == Py_False;
+      Py_DECREF(got);
+      return;
+    }
+    g_sync_fn = got;
+  }
+  PyObject* res = PyObject_CallNoArgs(g_sync_fn);
+  if (res) {
+    Py_DECREF(res);
+  } else {
+    PyErr_Clear();  // a profiler never raises into user code; a sticky CUDA error resurfaces
+  }
+}
 
 extern PyTypeObject RecorderType;
 extern PyTypeObject ScopeType;
@@ -155,7 +247,18 @@ inline lp::ThreadState* thread_state(RecorderObject* r) {
 
 PyObject* scope_enter(PyObject* self, PyObject*) {
   ScopeObject* s = reinterpret_cast<ScopeObject*>(self);
-  if (!s->rec->closed) thread_state(s->rec)->enter(s->name_id, self);
+  if (!s->rec->closed) {
+    lp::ThreadState* ts = thread_state(s->rec);
+    if (!ts->enter(s->name_id, self, s->sample_every)) {
+      s->flags &= ~kScopeRecorded;
+    } else {
+      s->flags |= kScopeRecorded;
+      if (s->flags & kScopeSync) {  // drain what earlier phases queued, unbilled to this one
+        cuda_sync_now();
+        ts->restart_top();
+      }
+    }
+  }
   Py_INCREF(self);
   return self;
 }
@@ -163,7 +266,13 @@ PyObject* scope_enter(PyObject* self, PyObject*) {
 PyObject* scope_exit(PyObject* self, PyObject* const*, Py_ssize_t) {
   ScopeObject* s = reinterpret_cast<ScopeObject*>(self);
   lp::ThreadState* ts = s->rec->worker->recorder().thread_state();
-  if (ts) ts->exit(self);
+  if (!ts) Py_RETURN_NONE;
+  if (s->flags & kScopeRecorded) {
+    if (s->flags & kScopeSync) cuda_sync_now();
+    ts->exit(self);
+  } else {
+    ts->exit_skipped(self);
+  }
   Py_RETURN_NONE;
 }
 
@@ -189,10 +298,28 @@ PyMethodDef null_scope_methods[] = {
 // ---------------------------------------------------------------------------------------------
 // phase() and count()
 
-// Parses phase(name, io=False, sync=False, sample=None) into flags. Returns false with an
-// exception set on a bad call.
+// Stride of sample=rate: 1 entry in round(1/rate); None or 1.0 measure every entry.
+bool parse_sample(PyObject* rate_obj, uint32_t* every) {
+  *every = 1;
+  if (rate_obj == Py_None) return true;
+  double rate = PyFloat_CheckExact(rate_obj) ? PyFloat_AS_DOUBLE(rate_obj)
+                                             : PyFloat_AsDouble(rate_obj);
+  if (rate == -1.0 && PyErr_Occurred()) return false;
+  if (!(rate > 0.0 && rate <= 1.0)) {
+    PyErr_Format(PyExc_ValueError,
+                 "phase() sample must be a rate in (0, 1] (0.01 measures 1 entry in 100), got %R",
+                 rate_obj);
+    return false;
+  }
+  double n = std::nearbyint(1.0 / rate);
+  *every = n >= double(UINT32_MAX) ? UINT32_MAX : n < 1.0 ? 1u : uint32_t(n);
+  return true;
+}
+
+// Parses phase(name, io=False, sync=False, sample=None) into flags and a sampling stride.
+// Returns false with an exception set on a bad call.
 bool parse_phase_options(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
-                         uint32_t* flags) {
+                         PyObject** name, uint32_t* flags, uint32_t* sample_every) {
   static const char* const kNames[] = {"name", "io", "sync", "sample"};
   PyObject* values[4] = {nullptr, nullptr, nullptr, nullptr};
   if (nargs > 4) {
@@ -204,8 +331,8 @@ bool parse_phase_options(PyObject* const* args, Py_ssize_t nargs, PyObject* kwna
     Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
     for (Py_ssize_t k = 0; k < nkw; ++k) {
       PyObject* key = PyTuple_GET_ITEM(kwnames, k);
-      int slot = -1;
-      for (int j = 0; j < 4; ++j) {
+      int slot = key == g_kw_sample ? 3 : key == g_kw_io ? 1 : key == g_kw_sync ? 2 : -1;
+      for (int j = 0; slot < 0 && j < 4; ++j) {
         if (PyUnicode_CompareWithASCIIString(key, kNames[j]) == 0) slot = j;
       }
       if (slot < 0 || values[slot]) {
@@ -220,16 +347,20 @@ bool parse_phase_options(PyObject* const* args, Py_ssize_t nargs, PyObject* kwna
     PyErr_SetString(PyExc_TypeError, "phase() missing required argument 'name'");
     return false;
   }
+  *name = values[0];
   *flags = 0;
   if (values[1] && PyObject_IsTrue(values[1]) == 1) *flags |= kScopeIo;
   if (values[2] && PyObject_IsTrue(values[2]) == 1) *flags |= kScopeSync;
-  return true;
+  return !values[3] || parse_sample(values[3], sample_every);
 }
 
 PyObject* make_scope(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
                      PyObject* kwnames) {
   uint32_t flags = 0;
-  if ((nargs != 1 || kwnames) && !parse_phase_options(args, nargs, kwnames, &flags)) {
+  uint32_t sample_every = 1;
+  PyObject* name = nargs ? args[0] : nullptr;
+  if ((nargs != 1 || kwnames) &&
+      !parse_phase_options(args, nargs, kwnames, &name, &flags, &sample_every)) {
     return nullptr;
   }
   if (r->closed) {
@@ -237,13 +368,14 @@ PyObject* make_scope(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
     return g_null_scope;
   }
   uint32_t id;
-  if (!name_id_of(args[0], &id)) return nullptr;
+  if (!phase_name_id(r, name, &id)) return nullptr;
   ScopeObject* s = scope_new();
   if (!s) return nullptr;
   Py_INCREF(r);
   s->rec = r;
   s->name_id = id;
   s->flags = flags;
+  s->sample_every = sample_every;
   return reinterpret_cast<PyObject*>(s);
 }
 
@@ -391,6 +523,55 @@ PyObject* recorder_stats(PyObject* self, PyObject*) {
                        "own_write_bytes", (unsigned long long)st.own_write_bytes);
 }
 
+bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
+// Runs on the snapshot thread after a periodic write: takes the GIL only for the call.
+void run_periodic_hook(PyObject* hook) {
+  if (interpreter_finalizing()) return;  // atexit stops the thread first; this is a backstop
+  PyGILState_STATE gil = PyGILState_Ensure();
+  PyObject* res = PyObject_CallNoArgs(hook);
+  if (res) {
+    Py_DECREF(res);
+  } else {
+    PyErr_Clear();  // the Python dispatcher counts its callbacks' errors itself
+  }
+  PyGILState_Release(gil);
+}
+
+PyObject* recorder_set_periodic_hook(PyObject* self, PyObject* hook) {
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  if (!PyCallable_Check(hook)) {
+    PyErr_SetString(PyExc_TypeError, "set_periodic_hook() takes a callable");
+    return nullptr;
+  }
+  if (r->periodic_hook) {  // replacing it would free a callable the thread may be calling
+    PyErr_SetString(PyExc_RuntimeError, "set_periodic_hook() may be called once per Recorder");
+    return nullptr;
+  }
+  Py_INCREF(hook);
+  r->periodic_hook = hook;
+  r->worker->set_periodic_hook([hook] { run_periodic_hook(hook); });
+  Py_RETURN_NONE;
+}
+
+PyObject* recorder_set_phase_wrapper(PyObject* self, PyObject* fn) {
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  if (fn != Py_None && !PyCallable_Check(fn)) {
+    PyErr_SetString(PyExc_TypeError, "set_phase_wrapper() takes a callable or None");
+    return nullptr;
+  }
+  PyObject* next = fn == Py_None ? nullptr : fn;
+  Py_XINCREF(next);
+  Py_XSETREF(r->phase_wrapper, next);
+  Py_RETURN_NONE;
+}
+
 PyObject* recorder_mark_closed(PyObject* self, PyObject*) {
   reinterpret_cast<RecorderObject*>(self)->closed = true;
   Py_RETURN_NONE;
@@ -431,6 +612,12 @@ PyMethodDef recorder_methods[] = {
     {"snapshot_json", recorder_snapshot_json, METH_NOARGS,
      "The worker-file text a flush would write now."},
     {"stats", recorder_stats, METH_NOARGS, "Flush statistics: writes, errors, last_error."},
+    {"set_periodic_hook", recorder_set_periodic_hook, METH_O,
+     "set_periodic_hook(fn): call fn() (holding the GIL) after each periodic write of the "
+     "snapshot thread; never after flush(). Once per Recorder."},
+    {"set_phase_wrapper", recorder_set_phase_wrapper, METH_O,
+     "set_phase_wrapper(fn or None): the installed accounting.phase() calls fn instead of the C "
+     "phase (annotate=/backend= need a Python-level scope). Recorder.phase itself is unchanged."},
     {"mark_closed", recorder_mark_closed, METH_NOARGS,
      "Make phase()/count() no-ops from now on."},
     {nullptr, nullptr, 0, nullptr}};
@@ -443,13 +630,15 @@ PyGetSetDef recorder_getset[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyObject* recorder_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
-  static const char* kw[] = {"path", "meta_json", "measure_cpu", "snapshot_interval_ns", nullptr};
+  static const char* kw[] = {"path",         "meta_json", "measure_cpu", "snapshot_interval_ns",
+                             "strict_names", nullptr};
   const char* path;
   const char* meta = "{}";
   int measure_cpu = 1;
   unsigned long long interval_ns = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "s|spK:Recorder", const_cast<char**>(kw), &path,
-                                   &meta, &measure_cpu, &interval_ns)) {
+  int strict_names = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "s|spKp:Recorder", const_cast<char**>(kw), &path,
+                                   &meta, &measure_cpu, &interval_ns, &strict_names)) {
     return nullptr;
   }
   RecorderObject* self = reinterpret_cast<RecorderObject*>(type->tp_alloc(type, 0));
@@ -461,6 +650,11 @@ PyObject* recorder_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   config.snapshot_interval_ns = interval_ns;
   self->worker = new lp::Worker(std::move(config));
   self->closed = false;
+  self->strict_names = strict_names != 0;
+  self->serial = g_next_recorder_serial++;
+  self->shapes = new lp::NameShapes();
+  self->periodic_hook = nullptr;
+  self->phase_wrapper = nullptr;
   self->weakreflist = nullptr;
   return reinterpret_cast<PyObject*>(self);
 }
@@ -473,6 +667,10 @@ void recorder_dealloc(PyObject* self) {
     Py_END_ALLOW_THREADS delete r->worker;
     r->worker = nullptr;
   }
+  delete r->shapes;
+  r->shapes = nullptr;
+  Py_CLEAR(r->periodic_hook);  // the thread is joined: nothing can be calling it
+  Py_CLEAR(r->phase_wrapper);
   Py_TYPE(self)->tp_free(self);
 }
 
@@ -492,6 +690,9 @@ PyObject* installed_phase(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
   if (!g_installed) {
     Py_INCREF(g_null_scope);
     return g_null_scope;
+  }
+  if (g_installed->phase_wrapper && !g_installed->closed) {
+    return PyObject_Vectorcall(g_installed->phase_wrapper, args, size_t(nargs), kwnames);
   }
   return make_scope(g_installed, args, nargs, kwnames);
 }
@@ -524,9 +725,34 @@ PyObject* get_installed(PyObject*, PyObject*) {
 
 PyObject* bench_noop(PyObject*, PyObject* const*, Py_ssize_t) { Py_RETURN_NONE; }
 
+PyObject* set_sync_resolver(PyObject*, PyObject* arg) {
+  if (arg != Py_None && !PyCallable_Check(arg)) {
+    PyErr_SetString(PyExc_TypeError, "set_sync_resolver() takes a callable or None");
+    return nullptr;
+  }
+  Py_XINCREF(arg == Py_None ? nullptr : arg);
+  Py_XSETREF(g_sync_resolver, arg == Py_None ? nullptr : arg);
+  Py_CLEAR(g_sync_fn);
+  g_sync_off = false;
+  Py_RETURN_NONE;
+}
+
+PyObject* name_shape_py(PyObject*, PyObject* arg) {
+  Py_ssize_t len = 0;
+  const char* utf8 = PyUnicode_AsUTF8AndSize(arg, &len);
+  if (!utf8) return nullptr;
+  std::string shape = lp::name_shape(std::string_view(utf8, size_t(len)));
+  return PyUnicode_DecodeUTF8(shape.data(), Py_ssize_t(shape.size()), "replace");
+}
+
 PyMethodDef module_functions[] = {
     {"bench_noop", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(bench_noop)),
      METH_FASTCALL, "Does nothing: the benchmarks' floor for a C call (e.g. with two arguments)."},
+    {"set_sync_resolver", set_sync_resolver, METH_O,
+     "set_sync_resolver(fn or None): fn() gives phase(sync=True) its sync function: a callable, "
+     "None (ask again next time) or False (never). Resets the cached answer."},
+    {"name_shape", name_shape_py, METH_O,
+     "name_shape(name) -> the name with its data-like parts (digit runs, hex ids) folded to '#'."},
     {"null_phase", LP_FASTCALL_KW(null_phase), "phase() of a disabled profiler: a no-op scope."},
     {"null_count", LP_FASTCALL_KW(null_count),
      "count() of a disabled profiler: checks n, records nothing."},
@@ -578,6 +804,25 @@ int add_recorder_types(PyObject* module) {
   }
   g_null_scope = PyObject_Init(&g_null_scope_storage, &NullScopeType);
   Py_INCREF(g_null_scope);  // immortal in practice: never deallocated
+
+  g_kw_io = PyUnicode_InternFromString("io");
+  g_kw_sync = PyUnicode_InternFromString("sync");
+  g_kw_sample = PyUnicode_InternFromString("sample");
+  g_kw_name = PyUnicode_InternFromString("name");
+  g_phase_name_warning = PyErr_NewExceptionWithDoc(
+      "lineprofiler._core.PhaseNameWarning",
+      "Many distinct phase names share one shape: names are being built from data.",
+      PyExc_UserWarning, nullptr);
+  g_phase_name_error = PyErr_NewExceptionWithDoc(
+      "lineprofiler._core.PhaseNameError",
+      "strict_names=True: a second phase name shares the shape of an earlier one.",
+      PyExc_ValueError, nullptr);
+  if (!g_kw_io || !g_kw_sync || !g_kw_sample || !g_kw_name || !g_phase_name_warning ||
+      !g_phase_name_error ||
+      PyModule_AddObjectRef(module, "PhaseNameWarning", g_phase_name_warning) < 0 ||
+      PyModule_AddObjectRef(module, "PhaseNameError", g_phase_name_error) < 0) {
+    return -1;
+  }
 
   if (PyModule_AddObjectRef(module, "Recorder", reinterpret_cast<PyObject*>(&RecorderType)) < 0 ||
       PyModule_AddObjectRef(module, "PhaseScope", reinterpret_cast<PyObject*>(&ScopeType)) < 0 ||

@@ -7,6 +7,7 @@ with ``install=True`` (and do nothing, cheaply, when none is installed).
 from __future__ import annotations
 
 from lineprofiler import _core
+from lineprofiler.accounting.backends import Backend
 from lineprofiler.accounting.merge import RunError, merge_run
 from lineprofiler.accounting.model import MergedRun
 from lineprofiler.accounting.profiler import Profiler, installed_profiler
@@ -15,12 +16,17 @@ from lineprofiler.accounting.stats import HIST_MAX_REL_ERROR, Histogram, PhaseSt
 phase = _core.installed_phase
 count = _core.installed_count
 current = _core.installed_current
+PhaseNameWarning = _core.PhaseNameWarning
+PhaseNameError = _core.PhaseNameError
 
 
 __all__ = [
+    "Backend",
     "HIST_MAX_REL_ERROR",
     "Histogram",
     "MergedRun",
+    "PhaseNameError",
+    "PhaseNameWarning",
     "PhaseStats",
     "Profiler",
     "RunError",

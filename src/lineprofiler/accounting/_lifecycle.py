@@ -339,6 +339,9 @@ def _become_new_worker(p: Profiler) -> None:
     p.start_unix_ns = time.time_ns()
     p.worker_path = _identity.worker_path(p.run_dir, p.host, p.run_id, p.pid, p.uid8)
     p._rec.reset_after_fork(str(p.worker_path), p._meta_json())
+    cursor = getattr(p, "_delta_cursor", None)
+    if cursor is not None:  # its lock may be held by a parent thread: start fresh
+        p._delta_cursor = type(cursor)()
     p._fork_inherited = True
     p._flush(final=False)  # visible from its first moment, like any worker
     p._rec.start_thread()

@@ -17,7 +17,9 @@ from types import TracebackType
 from typing import Any
 
 from lineprofiler import _core
-from lineprofiler.accounting import _identity, _lifecycle
+from lineprofiler.accounting import _identity, _lifecycle, torch_support
+from lineprofiler.accounting.backends import Backend, BackendWindow, parse_backend, parse_window
+from lineprofiler.accounting.export import DeltaCursor, SnapshotCallback, SnapshotCallbacks
 from lineprofiler.accounting.stats import PhaseStats, tree_from_worker_doc
 
 ENV_PROFILE = "LINEPROFILER_PROFILE"
@@ -68,6 +70,11 @@ class Profiler:
             at start and close() (no thread).
         sample_interval_s: resource sampler period; None: no sampler thread.
         install: also serve the module-level ``accounting.phase()``/``count()``.
+        strict_names: raise ``PhaseNameError`` on the second phase name sharing a shape
+            (``episode_1``, ``episode_2``) instead of warning at 128 of them.
+        annotate: also open an NVTX range and a ``torch.profiler.record_function`` per phase.
+        backend: ``"torch"`` or ``"viztracer"`` (a :class:`Backend`): run that profiler over
+            ``backend_window=(start, stop)`` entries into ``window_phase``.
     """
 
     def __init__(
@@ -80,6 +87,11 @@ class Profiler:
         sample_interval_s: float | None = 1.0,
         install: bool = False,
         thread_names: bool = False,
+        strict_names: bool = False,
+        annotate: bool = False,
+        backend: Backend | str | None = None,
+        backend_window: tuple[int, int] | None = None,
+        window_phase: str = "iteration",
     ) -> None:
         env_run_dir = os.environ.get(ENV_RUN_DIR)
         if run_dir is None:
@@ -91,6 +103,18 @@ class Profiler:
         self.snapshot_interval_s = snapshot_interval_s
         self.sample_interval_s = sample_interval_s
         self.thread_names = bool(thread_names)
+        self.strict_names = bool(strict_names)
+        self.annotate = bool(annotate)
+        self.backend: Backend | None = parse_backend(backend)
+        self.window_phase = str(window_phase)
+        if self.backend is not None and backend_window is None:
+            raise ValueError("backend= needs backend_window=(start, stop)")
+        self.backend_window = None if backend_window is None else parse_window(backend_window)
+        self.backend_state: BackendWindow | None = None
+        self._annotator: torch_support.Annotator | None = None
+        self._snapshot_callbacks = SnapshotCallbacks()
+        self._delta_cursor = DeltaCursor()
+        self._hook_set = False
         self._snapshot_interval_ns = _interval_ns(snapshot_interval_s, "snapshot_interval_s")
         _interval_ns(sample_interval_s, "sample_interval_s")
         self._closed = False
@@ -120,10 +144,17 @@ class Profiler:
             self.run_dir, self.host, self.run_id, self.pid, self.uid8
         )
         self._rec = _core.Recorder(
-            str(self.worker_path), self._meta_json(), self.measure_cpu, self._snapshot_interval_ns
+            str(self.worker_path),
+            self._meta_json(),
+            self.measure_cpu,
+            self._snapshot_interval_ns,
+            strict_names=self.strict_names,
         )
         self.phase = self._rec.phase
         self.count = self._rec.count
+        torch_support.install_sync_resolver()
+        if self.annotate or self.backend is not None:
+            self._setup_wrapped_phase()
         self._prepare_run_dir()
         self._flush(final=False)  # a worker is visible from its first moment
         _lifecycle.attach(self)  # threads; environment, atexit, signals, fork, multiprocessing
@@ -167,6 +198,10 @@ class Profiler:
         if self._rec is None:
             return
         _lifecycle.stop_threads(self)  # not concurrently with a fork in another thread
+        if self.backend_state is not None:
+            self.backend_state.close()
+        if self.annotate or self.backend is not None:
+            self._rec.set_phase_wrapper(None)  # it refers to self: break the cycle
         self._flush(final=True)
         self._rec.mark_closed()
         if self._installed:
@@ -178,6 +213,10 @@ class Profiler:
         anything. Its file (written at the fork) is removed."""
         self._closed = True
         _lifecycle.stop_threads(self)
+        if self.backend_state is not None:
+            self.backend_state.close()
+        if self.annotate or self.backend is not None:
+            self._rec.set_phase_wrapper(None)
         self._rec.mark_closed()
         if self._installed:
             self._uninstall()
@@ -206,6 +245,32 @@ class Profiler:
             return {}
         return tree_from_worker_doc(json.loads(self._rec.snapshot_json()), self.thread_names)
 
+    def on_snapshot(self, callback: SnapshotCallback) -> SnapshotCallback:
+        """Calls ``callback(tree)`` after each periodic worker-file write (a decorator).
+
+        ``tree`` is :meth:`merged_tree` (cumulative). It runs on the snapshot thread, holding
+        the GIL only for the call; never from ``close()`` or a signal handler's flush, so the
+        last partial interval is not delivered. A callback that raises is counted
+        (``flush_stats()["callback_errors"]``) and skipped. Without ``snapshot_interval_s``
+        there is no periodic write and it never runs.
+        """
+        if self._rec is None or self._closed:
+            return callback
+        self._snapshot_callbacks.callbacks.append(callback)
+        if not self._hook_set:
+            self._rec.set_periodic_hook(self._snapshot_callbacks.dispatcher(self.merged_tree))
+            self._hook_set = True
+        return callback
+
+    def deltas(self) -> dict[tuple[str, ...], PhaseStats]:
+        """What each phase did since the previous ``deltas()`` call (the first: since start).
+
+        Phases with no completed entry and no counter change in the interval are absent;
+        histograms are differences of cumulative ones, so quantiles are the interval's. The
+        cursor is this method's own, independent of ``on_snapshot``.
+        """
+        return self._delta_cursor.advance(self.merged_tree())
+
     def current(self) -> str:
         """The innermost open phase on this thread, or ""."""
         return self._rec.current() if self._rec is not None else ""
@@ -213,8 +278,16 @@ class Profiler:
     def flush_stats(self) -> dict[str, Any]:
         """Worker-file writes so far: ``writes``, ``errors``, ``last_error``."""
         if self._rec is None:
-            return {"writes": 0, "errors": 0, "last_error": "", "own_write_bytes": 0}
-        return self._rec.stats()
+            return {
+                "writes": 0,
+                "errors": 0,
+                "last_error": "",
+                "own_write_bytes": 0,
+                "callback_errors": 0,
+            }
+        stats = self._rec.stats()
+        stats["callback_errors"] = self._snapshot_callbacks.errors
+        return stats
 
     # -- internals --
 
@@ -235,6 +308,9 @@ class Profiler:
             "snapshot_interval_s": self.snapshot_interval_s,
             "sample_interval_s": self.sample_interval_s,
             "thread_names": self.thread_names,
+            "strict_names": self.strict_names,
+            "annotate": self.annotate,
+            "backend": None if self.backend is None else self.backend.value,
             "lineprofiler_version": _version(),
         }
 
@@ -265,6 +341,23 @@ class Profiler:
             stacklevel=3,
         )
 
+    def _setup_wrapped_phase(self) -> None:
+        """annotate=/backend= take a Python-level phase(); the plain path stays the C one."""
+        if self.backend is not None:
+            assert self.backend_window is not None
+            self.backend_state = BackendWindow(
+                self.backend, self.backend_window, self.window_phase, self.run_dir
+            )
+        if self.annotate or self.backend is Backend.TORCH:
+            self._annotator = torch_support.Annotator(nvtx=self.annotate)
+        self.phase = self._wrapped_phase
+        self._rec.set_phase_wrapper(self._wrapped_phase)
+
+    def _wrapped_phase(
+        self, name: str, io: bool = False, sync: bool = False, sample: float | None = None
+    ) -> Any:
+        return _WrappedScope(self, name, self._rec.phase(name, io=io, sync=sync, sample=sample))
+
     def _install(self) -> None:
         current = _core.get_installed()
         if current is not None and not current.closed:
@@ -286,6 +379,43 @@ class Profiler:
             _core.set_installed(None)
             _installed_profiler = None
         self._installed = False
+
+
+class _WrappedScope:
+    """A phase entry with annotations and the backend window's entry count around it."""
+
+    __slots__ = ("_annotated", "_annotation", "_inner", "_name", "_owner")
+
+    def __init__(self, owner: Profiler, name: Any, inner: Any) -> None:
+        self._owner = owner
+        self._name = name
+        self._inner = inner
+        self._annotation: Any = None
+        self._annotated = False
+
+    def __enter__(self) -> _WrappedScope:
+        owner = self._owner
+        window = owner.backend_state
+        name = self._name if isinstance(self._name, str) else str(self._name)
+        if window is not None and name == owner.window_phase and not owner._closed:
+            window.on_entry()
+        annotator = owner._annotator
+        if (
+            annotator is not None
+            and not owner._closed
+            and (owner.annotate or (window is not None and window.running))
+        ):
+            self._annotation = annotator.enter(name)
+            self._annotated = True
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._inner.__exit__(*exc)
+        annotator = self._owner._annotator
+        if self._annotated and annotator is not None:
+            self._annotated = False
+            annotator.exit(self._annotation)
 
 
 def _version() -> str:

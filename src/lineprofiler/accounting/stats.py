@@ -76,7 +76,9 @@ class PhaseStats:
     """Aggregates of one phase path. Times are integer nanoseconds.
 
     ``cpu_ns``/``wait_ns`` are None when CPU time was not measured (``measure_cpu=False``):
-    missing, not zero. ``wait_ns`` is wall minus CPU over completed entries.
+    missing, not zero. ``wait_ns`` is wall minus CPU over completed entries. ``sample_every``
+    > 1 marks the values as estimates, already scaled (one entry in N of a sampled phase was
+    measured); merging keeps the largest, so a partly-estimated total stays marked.
     """
 
     calls: int = 0
@@ -87,6 +89,12 @@ class PhaseStats:
     open: int = 0
     hist: Histogram = field(default_factory=Histogram)
     counters: dict[str, int] = field(default_factory=dict)
+    sample_every: int = 0
+
+    @property
+    def estimated(self) -> bool:
+        """Whether these values were scaled up from a sample rather than measured."""
+        return self.sample_every > 1
 
     @property
     def wait_ns(self) -> int | None:
@@ -114,6 +122,7 @@ class PhaseStats:
         self.hist.add(other.hist)
         for k, v in other.counters.items():
             self.counters[k] = self.counters.get(k, 0) + v
+        self.sample_every = max(self.sample_every, other.sample_every)
 
     @classmethod
     def from_record(cls, rec: Mapping) -> PhaseStats:
@@ -128,6 +137,7 @@ class PhaseStats:
             open=int(rec.get("open", 0)),
             hist=Histogram.from_pairs(rec.get("hist", ())),
             counters={str(k): int(v) for k, v in dict(rec.get("counters", {})).items()},
+            sample_every=int(rec.get("sample_every", 0)),
         )
 
 

@@ -1,0 +1,201 @@
+"""Heavy profilers for a bounded window: ``backend="torch"|"viztracer"``.
+
+The window opens on the ``start``-th entry into ``window_phase`` (before that entry is recorded,
+so it is inside the capture) and closes on the ``stop``-th entry (before it), so it covers
+entries ``start .. stop-1``; ``close()`` of the profiler closes a window still open. The artifact
+lands in ``<run_dir>/backend/``. A backend whose package is missing, or that fails to start,
+degrades to a no-op and says why in ``<run_dir>/metadata.json`` (``unavailable_reason``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import fcntl
+import importlib
+import importlib.util
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+class Backend(enum.StrEnum):
+    """The heavy profiler of a window: one at a time (they contend for the trace hook)."""
+
+    TORCH = "torch"
+    VIZTRACER = "viztracer"
+
+
+ARTIFACTS = {Backend.TORCH: "torch_trace.json", Backend.VIZTRACER: "viztracer.json"}
+
+
+def parse_backend(backend: Any) -> Backend | None:
+    """``None``, a :class:`Backend` or its string value; anything else is a ValueError."""
+    if backend is None:
+        return None
+    try:
+        return Backend(backend.value if isinstance(backend, Backend) else str(backend))
+    except ValueError:
+        choices = ", ".join(repr(b.value) for b in Backend)
+        raise ValueError(
+            f"backend must be one of {choices} or None (one heavy profiler at a time), "
+            f"got {backend!r}"
+        ) from None
+
+
+def parse_window(window: Any) -> tuple[int, int]:
+    """``(start, stop)`` entries, 1 <= start < stop."""
+    try:
+        start, stop = (int(v) for v in window)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"backend_window must be (start, stop) entry numbers, got {window!r}"
+        ) from None
+    if not 1 <= start < stop:
+        raise ValueError(f"backend_window needs 1 <= start < stop, got {window!r}")
+    return start, stop
+
+
+def update_run_metadata(run_dir: Path, updates: dict[str, Any]) -> None:
+    """Merges ``updates`` into ``<run_dir>/metadata.json`` (locked, rewritten atomically).
+
+    Never raises: the metadata is informative, and a profiler never raises into user code.
+    """
+    path = run_dir / "metadata.json"
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with open(run_dir / ".metadata.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                doc = json.loads(path.read_text())
+                if not isinstance(doc, dict):
+                    doc = {}
+            except (OSError, ValueError):
+                doc = {}
+            doc.update(updates)
+            tmp = path.with_name(f".metadata.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+            os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+class BackendWindow:
+    """Counts entries into one phase and runs the chosen backend over a window of them.
+
+    ``state`` is ``"pending"``, ``"running"``, ``"done"``, ``"not_reached"`` (closed before the
+    start-th entry), ``"unavailable"`` or ``"failed"``;
+    ``started_at``/``stopped_at`` are the entry numbers at which it started and stopped.
+    """
+
+    def __init__(
+        self, backend: Backend, window: tuple[int, int], window_phase: str, run_dir: Path
+    ) -> None:
+        self.backend = backend
+        self.start, self.stop = window
+        self.window_phase = window_phase
+        self.run_dir = run_dir
+        self.artifact = run_dir / "backend" / ARTIFACTS[backend]
+        self.entries = 0
+        self.state = "pending"
+        self.started_at: int | None = None
+        self.stopped_at: int | None = None
+        self.unavailable_reason: str | None = None
+        self._handle: Any = None
+        module = "torch" if backend is Backend.TORCH else "viztracer"
+        if importlib.util.find_spec(module) is None:
+            self._unavailable(f"{module} is not installed (pip install {module})")
+        else:
+            self._record()
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
+
+    def on_entry(self) -> None:
+        """Called before each entry into ``window_phase`` is recorded."""
+        self.entries += 1
+        if self.entries == self.start and self.state == "pending":
+            self._start()
+        elif self.entries == self.stop and self.state == "running":
+            self._stop()
+
+    def close(self) -> None:
+        """Stops a window still open (the profiler is closing); one never reached says so."""
+        if self.state == "running":
+            self._stop()
+        elif self.state == "pending":
+            self.state = "not_reached"
+            self._record()
+
+    # -- internals --
+
+    def _start(self) -> None:
+        try:
+            if self.backend is Backend.TORCH:
+                torch = importlib.import_module("torch")
+                activities = [torch.profiler.ProfilerActivity.CPU]
+                if torch.cuda.is_available():
+                    activities.append(torch.profiler.ProfilerActivity.CUDA)
+                handle = torch.profiler.profile(activities=activities)
+                handle.__enter__()
+            else:
+                viztracer = importlib.import_module("viztracer")
+                self.artifact.parent.mkdir(parents=True, exist_ok=True)
+                handle = viztracer.VizTracer(output_file=str(self.artifact), verbose=0)
+                handle.start()
+        except Exception as exc:
+            self._failed(f"{self.backend.value} failed to start: {exc!r}")
+            return
+        self._handle = handle
+        self.state = "running"
+        self.started_at = self.entries
+        self._record()
+
+    def _stop(self) -> None:
+        handle, self._handle = self._handle, None
+        self.stopped_at = self.entries
+        try:
+            self.artifact.parent.mkdir(parents=True, exist_ok=True)
+            if self.backend is Backend.TORCH:
+                handle.__exit__(None, None, None)
+                handle.export_chrome_trace(str(self.artifact))
+            else:
+                handle.stop()
+                with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+                    handle.save(str(self.artifact))
+        except Exception as exc:
+            self._failed(f"{self.backend.value} failed to stop or save: {exc!r}")
+            return
+        self.state = "done"
+        self._record()
+
+    def _unavailable(self, why: str) -> None:
+        self.state = "unavailable"
+        self.unavailable_reason = why
+        self._record()
+
+    def _failed(self, why: str) -> None:
+        self.state = "failed"
+        self.unavailable_reason = why
+        self._record()
+
+    def _record(self) -> None:
+        info: dict[str, Any] = {
+            "name": self.backend.value,
+            "window": [self.start, self.stop],
+            "window_phase": self.window_phase,
+            "state": self.state,
+            "pid": os.getpid(),
+            "started_at_entry": self.started_at,
+            "stopped_at_entry": self.stopped_at,
+            "artifact": str(self.artifact.relative_to(self.run_dir))
+            if self.state == "done"
+            else None,
+            "unavailable_reason": self.unavailable_reason,
+        }
+        updates: dict[str, Any] = {"backend": info}
+        if self.unavailable_reason is not None:
+            updates["unavailable_reason"] = self.unavailable_reason
+        update_run_metadata(self.run_dir, updates)

@@ -1,0 +1,105 @@
+"""phase(sync=True): the sync function runs at both ends, only for synced, recorded entries."""
+
+from __future__ import annotations
+
+import sys
+import time
+import types
+
+import pytest
+
+from lineprofiler import _core
+from lineprofiler.accounting import Profiler, torch_support
+
+
+@pytest.fixture
+def profiler(tmp_path):
+    p = Profiler(run_dir=tmp_path, enabled=True, snapshot_interval_s=None, sample_interval_s=None)
+    try:
+        yield p
+    finally:
+        p.close()
+        _core.set_sync_resolver(torch_support.cuda_sync_resolver)
+
+
+def test_sync_runs_at_both_ends_and_only_the_exit_one_is_billed(profiler):
+    events = []
+    took = []  # how long each sync call ran, by the test's own clock
+
+    def fake_sync():
+        events.append(profiler.current())
+        t0 = time.perf_counter_ns()
+        time.sleep(0.06 if len(took) == 0 else 0.02)  # entry: 60 ms, exit: 20 ms
+        took.append(time.perf_counter_ns() - t0)
+
+    _core.set_sync_resolver(lambda: fake_sync)
+    with profiler.phase("forward", sync=True):
+        events.append("body")
+    with profiler.phase("plain"):
+        pass
+    assert events == ["forward", "body", "forward"]
+    entry_ns, exit_ns = took
+    wall = profiler.merged_tree()[("forward",)].wall_ns
+    # the exit sync is part of this phase; the entry sync drained earlier work and is not
+    assert wall >= exit_ns
+    assert wall - exit_ns < entry_ns / 2
+
+
+def test_sync_is_skipped_with_the_entry_when_sampling_skips_it(profiler):
+    calls = []
+    _core.set_sync_resolver(lambda: lambda: calls.append(1))
+    for _ in range(10):
+        with profiler.phase("fwd", sync=True, sample=0.2):
+            pass
+    assert len(calls) == 2 * 2  # entries 0 and 5 measured, each synced at both ends
+
+
+def test_the_resolver_is_asked_again_until_torch_is_imported_then_cached(profiler):
+    asked = []
+    answers = [None, None, False]
+
+    def resolver():
+        asked.append(1)
+        return answers[min(len(asked) - 1, 2)]
+
+    _core.set_sync_resolver(resolver)
+    for _ in range(5):
+        with profiler.phase("x", sync=True):
+            pass
+    # None: torch not imported yet, ask again; False: no CUDA, never ask again
+    assert len(asked) == 3
+
+
+def test_a_failing_sync_never_raises_into_user_code(profiler):
+    def broken():
+        raise RuntimeError("CUDA error: device-side assert triggered")
+
+    _core.set_sync_resolver(lambda: broken)
+    with profiler.phase("x", sync=True):
+        pass
+    assert profiler.merged_tree()[("x",)].calls == 1
+
+
+def test_resolver_logic_follows_torch_import_and_cuda_availability(monkeypatch):
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    assert torch_support.cuda_sync_resolver() is None  # the user never imported torch
+
+    def synchronize():
+        pass
+
+    fake = types.ModuleType("torch")
+    fake.cuda = types.SimpleNamespace(is_available=lambda: False, synchronize=synchronize)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    assert torch_support.cuda_sync_resolver() is False
+    fake.cuda.is_available = lambda: True
+    assert torch_support.cuda_sync_resolver() is synchronize
+
+
+def test_real_torch_on_a_cpu_build_makes_sync_a_noop(profiler):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is visible")
+    assert torch_support.cuda_sync_resolver() is False
+    with profiler.phase("x", sync=True):
+        pass
+    assert profiler.merged_tree()[("x",)].calls == 1
