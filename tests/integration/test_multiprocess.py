@@ -145,7 +145,7 @@ def test_forked_child_gets_its_own_worker_empty_tree_and_clean_stack(tmp_path):
 
 
 POOL = """
-import multiprocessing as mp, sys
+import sys
 from lineprofiler import accounting
 from lineprofiler.accounting import Profiler
 
@@ -155,8 +155,10 @@ def task(x):
     return x
 
 if __name__ == "__main__":
+    assert "multiprocessing" not in sys.modules
     prof = Profiler(run_dir="run", role="main", enabled=True, install=True,
                     snapshot_interval_s=None, sample_interval_s=None)
+    import multiprocessing as mp   # imported after the profiler: its hooks still reach the pool
     ctx = mp.get_context("fork")
     if sys.argv[1] == "join":
         pool = ctx.Pool(3)

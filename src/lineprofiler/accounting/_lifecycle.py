@@ -317,6 +317,9 @@ def _after_fork_in_child() -> None:
                 p._rec.mark_closed()
             else:
                 _become_new_worker(p)
+                hooks = getattr(p, "_hooks", None)
+                if hooks is not None and hooks.mp_finalizer is None:
+                    _register_multiprocessing(p, hooks)  # a multiprocessing worker, perhaps
         except Exception:
             pass
 
@@ -373,9 +376,10 @@ def retire_pristine_fork_inherited() -> bool:
 
 
 def _register_multiprocessing(p: Profiler, hooks: _Hooks) -> None:
-    try:
-        from multiprocessing import util
-    except Exception:
+    # Only when multiprocessing is already in use: importing it costs ~15 ms. A process that
+    # imports it later and forks through it is covered from _after_fork_in_child.
+    util = sys.modules.get("multiprocessing.util")
+    if util is None:
         return
     try:
         hooks.mp_finalizer = util.Finalize(
@@ -389,11 +393,10 @@ def _register_multiprocessing(p: Profiler, hooks: _Hooks) -> None:
 def _multiprocessing_after_fork(p: Profiler) -> None:
     # A multiprocessing child clears the finalizers it inherited, then calls this.
     hooks: _Hooks | None = getattr(p, "_hooks", None)
-    if hooks is None or p.closed:
+    util = sys.modules.get("multiprocessing.util")
+    if hooks is None or p.closed or util is None:
         return
     try:
-        from multiprocessing import util
-
         hooks.mp_finalizer = util.Finalize(
             p, _close_ref, args=(weakref.ref(p),), exitpriority=_MP_EXIT_PRIORITY
         )
