@@ -191,3 +191,75 @@ def test_sbatch_batch_step_flushes_on_usr1_to_the_batch_shell(tmp_path, slurm):
     assert w.final and w.tree[("step",)].calls == (w.rank or 0) + 1
     assert run.tree[("blocked",)].open == 1
     assert meta(run, w)["exit_signal"] == "SIGUSR1"
+
+
+def _wait_for(predicate, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def test_a_requeued_slurm_job_is_a_new_attempt_not_a_sum(tmp_path, slurm):
+    """``scontrol requeue`` (what a preemption with requeue does) reruns the batch script in the
+    same job: the report must show the second run and name the first, not add them up."""
+    run_dir = tmp_path / "run"
+    out = tmp_path / "job.out"
+    script = tmp_path / "job.sh"
+    script.write_text(
+        f"#!/bin/sh\nexec {sys.executable} {_script(tmp_path)} {run_dir} batch wait\n"
+    )
+    env = {**_env(), "SLURM_CONF": slurm.env["SLURM_CONF"]}
+
+    def text() -> str:
+        return out.read_text() if out.exists() else ""
+
+    job_id = (
+        subprocess.run(
+            [
+                "sbatch",
+                "--parsable",
+                "--requeue",
+                "--open-mode=append",
+                f"--output={out}",
+                str(script),
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        .stdout.strip()
+        .split(";")[0]
+    )
+    _wait_for(lambda: text().count("ready") == 1, 60, "the first run")
+
+    def requeued() -> bool:  # refused while the job is still starting: retry
+        cmd = ["scontrol", "requeue", job_id]
+        return subprocess.run(cmd, env=env, capture_output=True, timeout=30).returncode == 0
+
+    _wait_for(requeued, 30, "scontrol requeue")
+
+    def started_again() -> bool:  # a requeued job waits ~2 minutes to start again: not here
+        cmd = ["scontrol", "update", f"JobId={job_id}", "StartTime=now"]
+        subprocess.run(cmd, env=env, capture_output=True, timeout=30)
+        return text().count("ready") == 2
+
+    _wait_for(started_again, 60, "the requeued run")
+    subprocess.run(["scancel", "--batch", "--signal=USR1", job_id], env=env, check=True, timeout=30)
+
+    def job_gone() -> bool:
+        q = subprocess.run(["squeue", "-h", "-j", job_id], env=env, capture_output=True, text=True)
+        return not q.stdout.strip()
+
+    _wait_for(job_gone, 60, "the job to end")
+    run = merge_run(run_dir, with_samples=False)
+    assert run.run_id == f"slurm-{job_id}-r1"
+    assert [(a.run_id, a.workers) for a in run.superseded] == [(f"slurm-{job_id}", 1)]
+    [w] = run.workers
+    assert run.tree[("step",)].calls == (w.rank or 0) + 1  # one run's steps, not two runs' sum
+    assert meta(run, w)["exit_signal"] == "SIGUSR1"
+    [first] = [p for p in run_dir.glob("workers/*/*.json") if f"w_slurm-{job_id}_" in p.name]
+    assert json.loads(first.read_text())["meta"]["exit_signal"] == "SIGTERM"  # requeue's signal
