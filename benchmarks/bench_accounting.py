@@ -61,6 +61,8 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
     on_nocpu = Profiler(run_dir=run_dir, enabled=True, measure_cpu=False, **quiet)
     on_cpu = Profiler(run_dir=run_dir, enabled=True, measure_cpu=True, **quiet)
     opened = [on_nocpu, on_cpu]
+    with on_cpu.phase("skip", sample=1e-9):  # use up the one measured entry of that stride
+        pass
     g = {
         "null": SimpleNamespace(phase=_core.null_phase),
         "noop": _core.bench_noop,
@@ -77,6 +79,10 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
         "accounting.phase(), nothing installed": ("with accounting.phase('x'): pass", g),
         "phase(), enabled=True, measure_cpu=False": ("with on_nocpu.phase('x'): pass", g),
         "phase(), enabled=True, measure_cpu=True": ("with on_cpu.phase('x'): pass", g),
+        "phase(io=True)": ("with on_cpu.phase('io', io=True): pass", g),
+        # sample=1e-9: after the stride's first (measured) entry, every timed entry is skipped.
+        "phase(sample=0.01), skipped entry": ("with on_cpu.phase('skip', sample=1e-9): pass", g),
+        "phase(sample=0.01), 1 in 100 measured": ("with on_cpu.phase('sampled', sample=0.01): pass", g),
         "count()": ("on_cpu.count('x', 1)", g),
         "peer: pure-Python phase timer (dict of totals)": ("with py.phase('x'): pass", g),
     }

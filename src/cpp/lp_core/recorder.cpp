@@ -66,6 +66,65 @@ void ThreadState::exit_out_of_order(const void* token) {
   for (uint32_t top = d; top > match; --top) close_top(top);
 }
 
+bool ThreadState::read_io(IoCounters* out) {
+  if (!io_open_tried_) {
+    io_open_tried_ = true;
+    io_file_.open(thread_io_path());
+  }
+  long n = io_file_.read(out);
+  if (n < 0) return false;
+  io_own_rchar_ += uint64_t(n);
+  return true;
+}
+
+bool ThreadState::enter_io(uint32_t name_id, const void* token, uint32_t sample_every) {
+  if (skip_token_ != nullptr) return false;  // inside a skipped entry: record nothing, read nothing
+  uint64_t own0 = io_own_rchar_;
+  IoCounters c;
+  bool ok = read_io(&c);
+  uint32_t d = depth_.load(std::memory_order_relaxed);
+  if (!enter(name_id, token, sample_every)) return false;
+  Frame& f = frames_[d];
+  f.io_ok = ok;
+  f.io_own0 = own0;
+  f.io0 = c;
+  return true;
+}
+
+void ThreadState::exit_io(const void* token) {
+  uint32_t d = depth_.load(std::memory_order_relaxed);
+  if (d == 0) return;
+  Frame& f = frames_[d - 1];
+  if (f.token != token) {
+    // Closing inner frames too: no bytes for this entry (counted as failed when it is open).
+    for (uint32_t i = d; i-- > 0;) {
+      if (frames_[i].token == token) {
+        bump(nodes_[frames_[i].node.load(std::memory_order_relaxed)].io_failed, uint64_t(1));
+        break;
+      }
+    }
+    exit_out_of_order(token);
+    return;
+  }
+  uint64_t own_between = io_own_rchar_ - f.io_own0;  // the entry read and any nested io reads
+  IoCounters c;
+  bool ok = read_io(&c) && f.io_ok;
+  Node& n = nodes_[f.node.load(std::memory_order_relaxed)];
+  const IoCounters& a = f.io0;
+  if (ok && c.rchar >= a.rchar + own_between && c.wchar >= a.wchar &&
+      c.read_bytes >= a.read_bytes && c.write_bytes >= a.write_bytes) {
+    uint64_t scale = f.scale.load(std::memory_order_relaxed);  // 1 unless sampled
+    bump(n.io_calls, scale);
+    bump(n.io_read_bytes, (c.read_bytes - a.read_bytes) * scale);
+    bump(n.io_write_bytes, (c.write_bytes - a.write_bytes) * scale);
+    bump(n.io_rchar, (c.rchar - a.rchar - own_between) * scale);
+    bump(n.io_wchar, (c.wchar - a.wchar) * scale);
+  } else {
+    bump(n.io_failed, uint64_t(1));
+  }
+  close_top(d);
+}
+
 uint32_t ThreadState::current_name() const {
   uint32_t d = depth_.load(std::memory_order_relaxed);
   if (d == 0) return kRootNameId;
@@ -124,6 +183,12 @@ std::vector<ThreadSnapshot> Recorder::snapshot() const {
         uint64_t c = n.hist[b].load(std::memory_order_relaxed);
         if (c) s.hist.emplace_back(uint16_t(b), c);
       }
+      s.io_calls = n.io_calls.load(std::memory_order_relaxed);
+      s.io_failed = n.io_failed.load(std::memory_order_relaxed);
+      s.io_read_bytes = n.io_read_bytes.load(std::memory_order_relaxed);
+      s.io_write_bytes = n.io_write_bytes.load(std::memory_order_relaxed);
+      s.io_rchar = n.io_rchar.load(std::memory_order_relaxed);
+      s.io_wchar = n.io_wchar.load(std::memory_order_relaxed);
       for (uint32_t c : n.counters) {
         const Counter& counter = ts->counters_[c];
         s.counters.emplace_back(counter.name_id, counter.value.load(std::memory_order_relaxed));
@@ -141,6 +206,25 @@ std::vector<ThreadSnapshot> Recorder::snapshot() const {
     out.push_back(std::move(snap));
   }
   return out;
+}
+
+std::vector<uint32_t> Recorder::first_thread_open_path() const {
+  ThreadState* ts = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(threads_mu_);
+    if (!threads_->empty()) ts = (*threads_)[0].get();
+  }
+  std::vector<uint32_t> path;
+  if (!ts) return path;
+  uint32_t depth = ts->depth_.load(std::memory_order_acquire);
+  if (depth == 0 || depth > kMaxDepth) return path;
+  uint32_t node = ts->frames_[depth - 1].node.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(ts->struct_mu_);
+  if (node >= ts->nodes_.size()) return path;  // a node newer than this view: treat as none open
+  for (uint32_t i = node; i != kRootNode; i = ts->nodes_[i].parent) {
+    path.push_back(ts->nodes_[i].name_id);
+  }
+  return std::vector<uint32_t>(path.rbegin(), path.rend());
 }
 
 void Recorder::reset_after_fork() {

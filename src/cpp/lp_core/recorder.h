@@ -17,6 +17,7 @@
 #include "lp_core/clock.h"
 #include "lp_core/cpu_clock.h"
 #include "lp_core/histogram.h"
+#include "lp_core/io_counters.h"
 #include "lp_core/stable_array.h"
 
 namespace lp {
@@ -50,6 +51,13 @@ struct Node {
   std::atomic<uint64_t> wall_ns{0};
   std::atomic<uint64_t> cpu_ns{0};
   std::atomic<uint64_t> hist[kHistBuckets]{};
+  // phase(io=True) entries (this thread's /proc counters at the entry's own boundaries), in bytes.
+  std::atomic<uint64_t> io_calls{0};   // entries whose two reads succeeded
+  std::atomic<uint64_t> io_failed{0};  // entries that recorded no bytes: a boundary read failed
+  std::atomic<uint64_t> io_read_bytes{0};
+  std::atomic<uint64_t> io_write_bytes{0};
+  std::atomic<uint64_t> io_rchar{0};
+  std::atomic<uint64_t> io_wchar{0};
 };
 
 struct Frame {
@@ -58,6 +66,10 @@ struct Frame {
   std::atomic<uint32_t> scale{1};  // entries this one stands for (product of enclosing sample strides)
   uint64_t c0_ns = 0;
   const void* token = nullptr;
+  // Only meaningful for an entry opened with enter_io(); owner-only.
+  bool io_ok = false;
+  uint64_t io_own0 = 0;  // the thread's own-read rchar before the entry read
+  IoCounters io0;
 };
 
 class Recorder;
@@ -153,6 +165,18 @@ class ThreadState {
     close_top(d);
   }
 
+  /// enter() for phase(io=True): reads this thread's I/O counters first (a skipped sampled entry
+  /// wastes that read). A failed read still opens the phase (its time is recorded) but the entry
+  /// records no bytes. Returns what enter() returns.
+  bool enter_io(uint32_t name_id, const void* token, uint32_t sample_every = 1);
+
+  /// exit() for phase(io=True), for an entry enter_io() recorded: reads the counters, then
+  /// closes. Bytes are recorded only when both boundary reads succeeded and the entry is the
+  /// innermost one (an out-of-order exit records none and counts as failed); the bytes of this
+  /// thread's own counter reads are subtracted from rchar. Inside a sampled entry, entries and
+  /// bytes are scaled like the entry's time.
+  void exit_io(const void* token);
+
   /// Adds n to counter name_id on the innermost open phase (the root when none is open).
   /// Inside a sampled entry n is scaled like the entry; inside a skipped one nothing is added.
   inline void count(uint32_t name_id, int64_t n) {
@@ -203,6 +227,7 @@ class ThreadState {
   uint32_t add_child(uint32_t parent, uint32_t name_id);
   Counter& add_counter(uint32_t node, uint32_t name_id);
   void exit_out_of_order(const void* token);
+  bool read_io(IoCounters* out);
   void mark_sampled(uint32_t node, uint32_t scale) {
     std::atomic<uint32_t>& every = nodes_[node].sample_every;
     if (every.load(std::memory_order_relaxed) < scale) every.store(scale, std::memory_order_relaxed);
@@ -237,6 +262,9 @@ class ThreadState {
   const void* skip_token_ = nullptr;  // the skipped sampled entry this thread is inside, if any
   std::atomic<uint32_t> depth_{0};
   Frame frames_[kMaxDepth];
+  IoCounterFile io_file_;        // this thread's /proc io file, opened on the first io=True entry
+  bool io_open_tried_ = false;
+  uint64_t io_own_rchar_ = 0;    // bytes this thread's own counter reads returned
 };
 
 /// A consistent-enough copy of one node: each value is read atomically; values of one node may
@@ -253,6 +281,8 @@ struct NodeSnapshot {
   uint32_t sample_every = 0;  // > 1: values are scaled estimates (one entry in N measured)
   std::vector<std::pair<uint16_t, uint64_t>> hist;  // sparse (bucket, count)
   std::vector<std::pair<uint32_t, int64_t>> counters;  // (name id, value)
+  uint64_t io_calls = 0, io_failed = 0, io_read_bytes = 0, io_write_bytes = 0, io_rchar = 0,
+           io_wchar = 0;
 };
 
 struct ThreadSnapshot {
@@ -287,6 +317,10 @@ class Recorder {
 
   /// Copies every thread's tree. Safe to call from any thread while others record.
   std::vector<ThreadSnapshot> snapshot() const;
+
+  /// Name ids of the phases open right now on the first thread that recorded with this recorder,
+  /// outermost first; empty when none is open. Safe to call from any thread (the sampler's tag).
+  std::vector<uint32_t> first_thread_open_path() const;
 
   /// In a forked child: forgets every thread state (leaked, not destroyed: a parent thread may
   /// have held one of their locks at the fork) and starts empty under a new generation.

@@ -1,12 +1,33 @@
 // lp_core/worker.cpp: periodic and final worker-file writes.
 #include "lp_core/worker.h"
 
+#include <unistd.h>
+
 #include <cstring>
 
 namespace lp {
 
+namespace {
+std::string samples_path_for(const std::string& worker_path) {
+  const std::string ext = ".json";
+  std::string stem = worker_path;
+  if (stem.size() > ext.size() && stem.compare(stem.size() - ext.size(), ext.size(), ext) == 0) {
+    stem.resize(stem.size() - ext.size());
+  }
+  return stem + ".samples";
+}
+}  // namespace
+
 Worker::Worker(WorkerConfig config)
-    : config_(std::move(config)), recorder_(RecorderOptions{config_.measure_cpu}) {}
+    : config_(std::move(config)),
+      recorder_(RecorderOptions{config_.measure_cpu}),
+      sampler_(recorder_) {
+  has_sampler_ = !config_.samples_path.empty();
+  if (has_sampler_) {
+    sampler_.configure(config_.samples_path, config_.sample_interval_ns, uint32_t(getpid()),
+                       config_.sample_gpu);
+  }
+}
 
 Worker::~Worker() { stop_thread(); }
 
@@ -21,13 +42,16 @@ std::string Worker::render(bool final) const {
   h.flush_errors = stats_.errors;
   h.last_flush_error = stats_.last_error;
   h.own_write_bytes = stats_.own_write_bytes;
+  if (has_sampler_) h.samples_json = sampler_.status_json();
   return worker_file_json(recorder_.snapshot(), h);
 }
 
 int Worker::flush(bool final) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string text = render(final);
+  OwnIoMeter meter;  // the real bytes of our own write, excluded by the sampler
   int err = write_file_atomically(config_.path, text);
+  meter.finish();
   if (err) {
     stats_.errors += 1;
     stats_.last_error = std::strerror(err);
@@ -45,6 +69,7 @@ std::string Worker::snapshot_json() const {
 }
 
 void Worker::start_thread() {
+  if (has_sampler_) sampler_.start();
   if (config_.snapshot_interval_ns == 0 || thread_.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(stop_mu_);
@@ -54,6 +79,7 @@ void Worker::start_thread() {
 }
 
 void Worker::stop_thread() {
+  if (has_sampler_) sampler_.stop();
   if (!thread_.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(stop_mu_);
@@ -85,9 +111,14 @@ void Worker::run_thread() {
 
 void Worker::reset_after_fork(std::string path, std::string meta_json) {
   new (&mu_) std::mutex();  // a parent thread may have held it at the fork
+  reset_own_io_mutex_after_fork();
   recorder_.reset_after_fork();
   config_.path = std::move(path);
   config_.meta_json = std::move(meta_json);
+  if (has_sampler_) {
+    config_.samples_path = samples_path_for(config_.path);
+    sampler_.reset_after_fork(config_.samples_path, uint32_t(getpid()));
+  }
   stats_ = FlushStats{};
   seq_ = 0;
   // The parent's snapshot thread does not exist here (it was stopped before the fork); forget any

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "lp_core/recorder.h"
+#include "lp_core/sampler.h"
 #include "lp_core/worker_file.h"
 
 namespace lp {
@@ -19,6 +20,9 @@ struct WorkerConfig {
   std::string meta_json = "{}";      // a JSON object copied into the file's "meta"
   bool measure_cpu = true;
   uint64_t snapshot_interval_ns = 0; // 0: no snapshot thread
+  std::string samples_path;          // the sampler's sidecar; "": no sampler
+  uint64_t sample_interval_ns = 0;   // 0: no sampler thread (Sampler::sample_now() still works)
+  bool sample_gpu = true;            // let the sampler try NVML
 };
 
 /// Flush statistics, for the host to report.
@@ -42,11 +46,17 @@ class Worker {
   /// which is also counted in stats().
   int flush(bool final);
 
-  /// Starts the snapshot thread if an interval is configured and it is not running.
+  /// Starts the snapshot thread and the sampler thread (each if its interval is configured and it
+  /// is not running).
   void start_thread();
-  /// Stops and joins the snapshot thread (a write in progress completes first).
+  /// Stops and joins both threads (a write in progress completes first; the sampler takes a last
+  /// sample).
   void stop_thread();
-  bool thread_running() const { return thread_.joinable(); }
+  bool thread_running() const { return thread_.joinable() || sampler_.running(); }
+
+  /// The resource sampler (configured only when WorkerConfig::samples_path is set).
+  Sampler& sampler() { return sampler_; }
+  bool has_sampler() const { return has_sampler_; }
 
   /// In a forked child (threads already stopped): empty trees, a new file path and meta.
   void reset_after_fork(std::string path, std::string meta_json);
@@ -67,6 +77,8 @@ class Worker {
 
   WorkerConfig config_;
   Recorder recorder_;
+  Sampler sampler_;
+  bool has_sampler_ = false;
   mutable std::mutex mu_;  // guards config_ strings, stats_, seq_, hook_, and serialises writes
   FlushStats stats_;
   uint64_t seq_ = 0;

@@ -28,6 +28,23 @@ void append_path(std::string& out, const ThreadSnapshot& t, uint32_t index,
   out.push_back(']');
 }
 
+// "io" of a phase entered with io=True: byte sums of the entries whose boundary reads succeeded.
+void append_io(std::string& out, const NodeSnapshot& n) {
+  out.append(",\"io\":{\"calls\":");
+  append_json_uint(out, n.io_calls);
+  out.append(",\"failed\":");
+  append_json_uint(out, n.io_failed);
+  out.append(",\"read_bytes\":");
+  append_json_uint(out, n.io_read_bytes);
+  out.append(",\"write_bytes\":");
+  append_json_uint(out, n.io_write_bytes);
+  out.append(",\"read_chars\":");
+  append_json_uint(out, n.io_rchar);
+  out.append(",\"write_chars\":");
+  append_json_uint(out, n.io_wchar);
+  out.push_back('}');
+}
+
 void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<std::string>& names,
                    bool measure_cpu) {
   // self = (wall + open) minus the children's (wall + open): open time of a parent already
@@ -91,7 +108,9 @@ void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<
       out.push_back(':');
       append_json_int(out, n.counters[k].second);
     }
-    out.append("}}");
+    out.push_back('}');
+    if (n.io_calls || n.io_failed) append_io(out, n);
+    out.push_back('}');
   }
   out.append("]}");
 }
@@ -138,6 +157,8 @@ std::string worker_file_json(const std::vector<ThreadSnapshot>& threads,
   append_json_string(out, header.last_flush_error);
   out.append(",\"own_write_bytes\":");
   append_json_uint(out, header.own_write_bytes);
+  out.append(",\n\"samples\":");
+  out.append(header.samples_json.empty() ? std::string("null") : header.samples_json);
   out.append(",\n\"threads\":[");
   for (size_t i = 0; i < threads.size(); ++i) {
     if (i) out.append(",\n");

@@ -22,6 +22,7 @@ struct WorkerFileHeader {
   uint64_t flush_errors = 0;     // failed writes before this one
   std::string last_flush_error;  // strerror of the latest failure
   uint64_t own_write_bytes = 0;  // bytes this worker's own flushes handed to write() so far
+  std::string samples_json;      // the sampler's status object; "" when there is no sampler
 };
 
 /// The worker file text for a snapshot (see docs/worker-file.md for the schema).

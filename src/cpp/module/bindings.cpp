@@ -8,7 +8,10 @@
 
 #include "lp_core/clock.h"
 #include "lp_core/histogram.h"
+#include "lp_core/io_counters.h"
 #include "lp_core/worker_file.h"
+#include "module/cuda_probe.h"
+#include "module/line_tracer.h"
 #include "module/recorder_type.h"
 
 namespace nb = nanobind;
@@ -45,5 +48,12 @@ NB_MODULE(_core, m) {
   m.def("wall_ticks", &lp::wall_ticks, "Raw ticks of the hot-path wall clock.");
   m.def("ticks_to_ns", &lp::ticks_to_ns, nb::arg("dticks"), "A tick difference in ns.");
 
+  m.def("_set_io_counter_paths", &lp::set_io_counter_paths, nb::arg("thread_path"),
+        nb::arg("process_path"),
+        "Tests only: read I/O counters from these files ('' restores /proc) for files opened "
+        "from now on.");
+
   if (lp_module::add_recorder_types(m.ptr()) != 0) throw nb::python_error();
+  if (lp_module::add_line_tracer(m.ptr()) != 0) throw nb::python_error();
+  if (lp_module::add_cuda_probe_functions(m.ptr()) != 0) throw nb::python_error();
 }

@@ -15,6 +15,7 @@
 #include "lp_core/name_shapes.h"
 #include "lp_core/names.h"
 #include "lp_core/worker.h"
+#include "module/cuda_probe.h"
 
 namespace lp_module {
 namespace {
@@ -249,7 +250,9 @@ PyObject* scope_enter(PyObject* self, PyObject*) {
   ScopeObject* s = reinterpret_cast<ScopeObject*>(self);
   if (!s->rec->closed) {
     lp::ThreadState* ts = thread_state(s->rec);
-    if (!ts->enter(s->name_id, self, s->sample_every)) {
+    bool recorded = (s->flags & kScopeIo) ? ts->enter_io(s->name_id, self, s->sample_every)
+                                          : ts->enter(s->name_id, self, s->sample_every);
+    if (!recorded) {
       s->flags &= ~kScopeRecorded;
     } else {
       s->flags |= kScopeRecorded;
@@ -269,7 +272,11 @@ PyObject* scope_exit(PyObject* self, PyObject* const*, Py_ssize_t) {
   if (!ts) Py_RETURN_NONE;
   if (s->flags & kScopeRecorded) {
     if (s->flags & kScopeSync) cuda_sync_now();
-    ts->exit(self);
+    if (s->flags & kScopeIo) {
+      ts->exit_io(self);
+    } else {
+      ts->exit(self);
+    }
   } else {
     ts->exit_skipped(self);
   }
@@ -523,6 +530,22 @@ PyObject* recorder_stats(PyObject* self, PyObject*) {
                        "own_write_bytes", (unsigned long long)st.own_write_bytes);
 }
 
+PyObject* recorder_sample_now(PyObject* self, PyObject*) {
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  if (!r->worker->has_sampler()) Py_RETURN_FALSE;
+  Py_BEGIN_ALLOW_THREADS r->worker->sampler().sample_now();
+  Py_END_ALLOW_THREADS Py_RETURN_TRUE;
+}
+
+PyObject* recorder_sampler_status(PyObject* self, PyObject*) {
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  if (!r->worker->has_sampler()) Py_RETURN_NONE;
+  std::string text;
+  Py_BEGIN_ALLOW_THREADS text = r->worker->sampler().status_json();
+  Py_END_ALLOW_THREADS return PyUnicode_DecodeUTF8(text.data(), Py_ssize_t(text.size()),
+                                                   "replace");
+}
+
 bool interpreter_finalizing() {
 #if PY_VERSION_HEX >= 0x030D0000
   return Py_IsFinalizing();
@@ -612,6 +635,10 @@ PyMethodDef recorder_methods[] = {
     {"snapshot_json", recorder_snapshot_json, METH_NOARGS,
      "The worker-file text a flush would write now."},
     {"stats", recorder_stats, METH_NOARGS, "Flush statistics: writes, errors, last_error."},
+    {"sample_now", recorder_sample_now, METH_NOARGS,
+     "Take one resource sample now (the first sets the baseline); False without a sampler."},
+    {"sampler_status", recorder_sampler_status, METH_NOARGS,
+     "The sampler's status as JSON text (the worker file's \"samples\"), or None."},
     {"set_periodic_hook", recorder_set_periodic_hook, METH_O,
      "set_periodic_hook(fn): call fn() (holding the GIL) after each periodic write of the "
      "snapshot thread; never after flush(). Once per Recorder."},
@@ -630,15 +657,20 @@ PyGetSetDef recorder_getset[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyObject* recorder_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
-  static const char* kw[] = {"path",         "meta_json", "measure_cpu", "snapshot_interval_ns",
-                             "strict_names", nullptr};
+  static const char* kw[] = {"path",         "meta_json",          "measure_cpu",
+                             "snapshot_interval_ns", "strict_names", "samples_path",
+                             "sample_interval_ns",   "sample_gpu",   nullptr};
   const char* path;
   const char* meta = "{}";
   int measure_cpu = 1;
   unsigned long long interval_ns = 0;
   int strict_names = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "s|spKp:Recorder", const_cast<char**>(kw), &path,
-                                   &meta, &measure_cpu, &interval_ns, &strict_names)) {
+  const char* samples_path = "";
+  unsigned long long sample_interval_ns = 0;
+  int sample_gpu = 1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "s|spKpsKp:Recorder", const_cast<char**>(kw), &path,
+                                   &meta, &measure_cpu, &interval_ns, &strict_names, &samples_path,
+                                   &sample_interval_ns, &sample_gpu)) {
     return nullptr;
   }
   RecorderObject* self = reinterpret_cast<RecorderObject*>(type->tp_alloc(type, 0));
@@ -648,6 +680,9 @@ PyObject* recorder_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   config.meta_json = meta;
   config.measure_cpu = measure_cpu != 0;
   config.snapshot_interval_ns = interval_ns;
+  config.samples_path = samples_path;
+  config.sample_interval_ns = sample_interval_ns;
+  config.sample_gpu = sample_gpu != 0;
   self->worker = new lp::Worker(std::move(config));
   self->closed = false;
   self->strict_names = strict_names != 0;
@@ -656,6 +691,12 @@ PyObject* recorder_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   self->periodic_hook = nullptr;
   self->phase_wrapper = nullptr;
   self->weakreflist = nullptr;
+  if (self->worker->has_sampler()) {
+    self->worker->sampler().set_cuda_probe(&cuda_probe);
+    // The sampler tags intervals with the phase open on the recorder's first thread: make that
+    // the constructing thread (normally the main one), not whichever thread records first.
+    register_thread(self);
+  }
   return reinterpret_cast<PyObject*>(self);
 }
 

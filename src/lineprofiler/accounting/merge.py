@@ -399,7 +399,7 @@ def merge_run(
             finish(run)
 
     _mark_stale(run)
-    run.caveats = _caveats(run)
+    run.caveats = _caveats(run) + list(run.resources.pop("caveats", []))
     return run
 
 
@@ -548,3 +548,7 @@ def _caveats(run: MergedRun) -> list[Caveat]:
             )
         )
     return out
+
+
+# The resource readers register themselves in SAMPLE_READERS/SAMPLE_FINISHERS on import.
+from lineprofiler.accounting import resources_merge as _resources_merge  # noqa: E402, F401

@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from lineprofiler import _core
-from lineprofiler.accounting import _identity, _lifecycle, torch_support
+from lineprofiler.accounting import _identity, _lifecycle, capabilities, torch_support
 from lineprofiler.accounting.backends import Backend, BackendWindow, parse_backend, parse_window
 from lineprofiler.accounting.export import DeltaCursor, SnapshotCallback, SnapshotCallbacks
 from lineprofiler.accounting.stats import PhaseStats, tree_from_worker_doc
@@ -149,6 +149,7 @@ class Profiler:
             self.measure_cpu,
             self._snapshot_interval_ns,
             strict_names=self.strict_names,
+            **self._sampler_options(),
         )
         self.phase = self._rec.phase
         self.count = self._rec.count
@@ -312,6 +313,16 @@ class Profiler:
             "annotate": self.annotate,
             "backend": None if self.backend is None else self.backend.value,
             "lineprofiler_version": _version(),
+        }
+
+    def _sampler_options(self) -> dict[str, Any]:
+        # The sampler's sidecar sits beside the worker file: w_<...>.samples (+ .tags).
+        if self.sample_interval_s is None or self.worker_path is None:
+            return {}
+        _core.set_cuda_probe(capabilities.cuda_memory_now)
+        return {
+            "samples_path": str(self.worker_path.with_suffix(".samples")),
+            "sample_interval_ns": _interval_ns(self.sample_interval_s, "sample_interval_s"),
         }
 
     def _meta_json(self) -> str:

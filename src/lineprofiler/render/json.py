@@ -198,3 +198,7 @@ def _sum_opt(values: list[int | None]) -> int | None:
 
 def render_json(run: MergedRun, top: int = DEFAULT_TOP) -> str:
     return json.dumps(to_document(run, top), indent=2, allow_nan=False) + "\n"
+
+
+# The resource blocks register themselves on import.
+from lineprofiler.render import resources_json as _resources_json  # noqa: E402, F401

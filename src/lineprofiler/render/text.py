@@ -237,3 +237,7 @@ def render_text(run: MergedRun, top: int = DEFAULT_TOP) -> str:
         if lines:
             parts.append("\n".join(line.rstrip() for line in lines))
     return "\n\n".join(parts) + "\n"
+
+
+# The resource blocks register themselves on import.
+from lineprofiler.render import resources_text as _resources_text  # noqa: E402, F401

@@ -1,0 +1,84 @@
+// module/cuda_probe.cpp: calling torch's CUDA allocator stats from the sampler thread, guarded.
+#include "module/cuda_probe.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+
+namespace lp_module {
+namespace {
+
+std::atomic<PyObject*> g_probe{nullptr};  // strong reference, owned by the module
+
+bool cuda_runtime_loaded() {
+  // RTLD_NOLOAD returns a handle only when the library is already mapped: no GIL, no import.
+  void* h = dlopen("libc10_cuda.so", RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) return false;
+  dlclose(h);
+  return true;
+}
+
+bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
+PyObject* set_cuda_probe(PyObject*, PyObject* arg) {
+  if (arg != Py_None && !PyCallable_Check(arg)) {
+    PyErr_SetString(PyExc_TypeError, "set_cuda_probe() takes a callable or None");
+    return nullptr;
+  }
+  PyObject* next = arg == Py_None ? nullptr : (Py_INCREF(arg), arg);
+  PyObject* old = g_probe.exchange(next);
+  Py_XDECREF(old);  // callers hold the GIL here
+  Py_RETURN_NONE;
+}
+
+PyMethodDef functions[] = {
+    {"set_cuda_probe", set_cuda_probe, METH_O,
+     "set_cuda_probe(fn or None): fn() -> (allocated, reserved) bytes or None, called by the "
+     "sampler thread with the GIL, only once libc10_cuda is loaded."},
+    {nullptr, nullptr, 0, nullptr}};
+
+}  // namespace
+
+bool cuda_probe(int64_t* allocated, int64_t* reserved) {
+  if (!g_probe.load() || !cuda_runtime_loaded() || interpreter_finalizing()) return false;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  bool ok = false;
+  PyObject* fn = g_probe.load();
+  if (fn) {
+    Py_INCREF(fn);
+    PyObject* r = PyObject_CallNoArgs(fn);
+    Py_DECREF(fn);
+    if (r && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 2) {
+      long long a = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 0));
+      long long b = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 1));
+      if (!PyErr_Occurred() && a >= 0 && b >= 0) {
+        *allocated = a;
+        *reserved = b;
+        ok = true;
+      }
+    }
+    Py_XDECREF(r);
+    PyErr_Clear();  // a failing probe is "unavailable", never an error in the user's process
+  }
+  PyGILState_Release(gil);
+  return ok;
+}
+
+int add_cuda_probe_functions(PyObject* module) {
+  for (PyMethodDef* def = functions; def->ml_name; ++def) {
+    PyObject* f = PyCFunction_NewEx(def, nullptr, nullptr);
+    if (!f || PyModule_AddObject(module, def->ml_name, f) < 0) {
+      Py_XDECREF(f);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace lp_module

@@ -1,0 +1,440 @@
+// module/line_tracer.cpp: the LineTracer type: scope decisions, enable/disable, results.
+//
+// LineTracer(filter, scope_key) traces, while enabled, every code object whose co_filename the
+// filter accepts (the filter runs once per file name; the decision is cached per code object).
+// A line's time runs from its line event to the next event of the same frame, so it includes the
+// calls it makes; a frame's time while suspended (yield/await) is charged to no line.
+#include "module/line_tracer.h"
+
+#include <algorithm>
+
+#include "module/line_tracer_state.h"
+
+namespace lp_module {
+namespace line {
+
+Tracer* g_active = nullptr;
+uint64_t g_generation = 1;
+thread_local ThreadStack* t_stack = nullptr;
+thread_local uint64_t t_generation = 0;
+
+LineStat& CodeInfo::grow(int line) {
+  if (lines.empty()) base = std::min(line, first_line);
+  if (line < base) {
+    lines.insert(lines.begin(), size_t(base - line), LineStat{});
+    base = line;
+  }
+  size_t idx = size_t(line - base);
+  if (idx >= lines.size()) lines.resize(idx + 8);
+  return lines[idx];
+}
+
+ThreadStack* new_thread_stack() {
+  Tracer* t = g_active;
+  t->stacks.push_back(std::make_unique<ThreadStack>());
+  t_stack = t->stacks.back().get();
+  t_stack->frames.reserve(64);
+  t_generation = g_generation;
+  return t_stack;
+}
+
+namespace {
+
+// Saves and restores the error indicator around calls into Python from a hook.
+struct SavedError {
+#if PY_VERSION_HEX >= 0x030C0000
+  PyObject* exc = PyErr_GetRaisedException();
+  ~SavedError() {
+    PyErr_SetRaisedException(exc);
+  }
+#else
+  PyObject *type, *value, *tb;
+  SavedError() {
+    PyErr_Fetch(&type, &value, &tb);
+  }
+  ~SavedError() {
+    PyErr_Restore(type, value, tb);
+  }
+#endif
+};
+
+bool filter_accepts(Tracer* t, PyObject* filename) {
+  SavedError saved;
+  PyObject* cached = PyDict_GetItemWithError(t->file_cache, filename);  // borrowed
+  if (cached) return cached == Py_True;
+  PyErr_Clear();
+  PyObject* r = PyObject_CallOneArg(t->filter, filename);
+  int yes = 0;
+  if (!r) {
+    PyErr_WriteUnraisable(t->filter);  // a broken filter traces nothing; never raise into user code
+  } else {
+    yes = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    if (yes < 0) {
+      PyErr_WriteUnraisable(t->filter);
+      yes = 0;
+    }
+  }
+  if (PyDict_SetItem(t->file_cache, filename, yes ? Py_True : Py_False) < 0) PyErr_Clear();
+  return yes != 0;
+}
+
+}  // namespace
+
+CodeInfo* decide(Tracer* t, PyObject* code) {
+  uint64_t start = lp::wall_ticks();
+  auto info = std::make_unique<CodeInfo>();
+  info->code = Py_NewRef(code);
+  if (PyCode_Check(code)) {
+    auto* co = reinterpret_cast<PyCodeObject*>(code);
+    info->first_line = co->co_firstlineno;
+    info->base = co->co_firstlineno;
+    info->generator_like = (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) != 0;
+    info->traced =
+        co->co_filename && PyUnicode_Check(co->co_filename) && filter_accepts(t, co->co_filename);
+  }
+  CodeInfo* raw = info.get();
+  t->infos.push_back(std::move(info));
+  t->codes.emplace(code, raw);
+  // The filter's time (file system calls, once per file) is the profiler's, not the user's:
+  // shift this thread's open intervals past it.
+  uint64_t spent = lp::wall_ticks() - start;
+  if (t_generation == g_generation && t_stack) {
+    for (Frame& f : t_stack->frames) f.t0 += spent;
+  }
+  return raw;
+}
+
+namespace {
+
+struct LineTracerObject {
+  PyObject_HEAD Tracer* t;
+  EventCounts totals;  // callbacks counted over all activations since the last clear()
+  PyObject* weakreflist;
+};
+
+void add_counts(EventCounts& a, const EventCounts& b) {
+  a.lines += b.lines;
+  a.calls += b.calls;
+  a.foreign += b.foreign;
+}
+
+PyObject* tracer_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
+  static const char* kwlist[] = {"filter", "scope_key", nullptr};
+  PyObject* filter = nullptr;
+  const char* scope_key = "";
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|s:LineTracer", const_cast<char**>(kwlist),
+                                   &filter, &scope_key)) {
+    return nullptr;
+  }
+  if (!PyCallable_Check(filter)) {
+    PyErr_SetString(PyExc_TypeError, "LineTracer(filter): filter must be callable(filename)");
+    return nullptr;
+  }
+  auto* self = reinterpret_cast<LineTracerObject*>(type->tp_alloc(type, 0));
+  if (!self) return nullptr;
+  self->t = new Tracer();
+  self->t->owner = reinterpret_cast<PyObject*>(self);
+  self->t->filter = Py_NewRef(filter);
+  self->t->scope_key = scope_key;
+  self->t->file_cache = PyDict_New();
+  self->totals = EventCounts{};
+  if (!self->t->file_cache) {
+    Py_DECREF(self);
+    return nullptr;
+  }
+  return reinterpret_cast<PyObject*>(self);
+}
+
+void release_codes(Tracer* t) {
+  for (auto& info : t->infos) Py_CLEAR(info->code);
+  t->infos.clear();
+  t->codes.clear();
+}
+
+int tracer_traverse(LineTracerObject* self, visitproc visit, void* arg) {
+  if (self->t) {
+    Py_VISIT(self->t->filter);
+    Py_VISIT(self->t->file_cache);
+  }
+  return 0;
+}
+
+int tracer_clear_refs(LineTracerObject* self) {
+  if (self->t) {
+    Py_CLEAR(self->t->filter);
+    Py_CLEAR(self->t->file_cache);
+  }
+  return 0;
+}
+
+// Ends the activation: removes the hooks and closes every open interval at now. The interval of
+// the calling thread's innermost frame is dropped with its last hit when it is (ignore_code,
+// ignore_line): that is the `with` line whose exit is running the profiler's own __exit__.
+int deactivate(LineTracerObject* self, PyObject* ignore_code, int ignore_line, bool* displaced) {
+  Tracer* t = self->t;
+  uint64_t now = lp::wall_ticks();
+  int rc = remove_hooks(t, displaced);
+  ThreadStack* mine = t_generation == g_generation ? t_stack : nullptr;
+  for (auto& ts : t->stacks) {
+    for (size_t i = ts->frames.size(); i-- > 0;) {
+      Frame& f = ts->frames[i];
+      bool top_of_caller = ts.get() == mine && i + 1 == ts->frames.size();
+      if (top_of_caller && ignore_code && f.info->code == ignore_code && f.line == ignore_line) {
+        LineStat& s = f.info->stat(f.line);
+        if (s.hits > 0) s.hits--;
+        continue;
+      }
+      charge(ts.get(), f, now);
+    }
+    add_counts(self->totals, ts->events);
+  }
+  t->stacks.clear();
+  t->enabled_ticks += now - t->enabled_at;
+  g_active = nullptr;
+  g_generation++;
+  return rc;
+}
+
+void tracer_dealloc(LineTracerObject* self) {
+  PyObject_GC_UnTrack(self);
+  if (self->weakreflist) PyObject_ClearWeakRefs(reinterpret_cast<PyObject*>(self));
+  if (self->t) {
+    if (g_active == self->t) {
+      bool displaced = false;
+      if (deactivate(self, nullptr, -1, &displaced) < 0) PyErr_WriteUnraisable(nullptr);
+    }
+    tracer_clear_refs(self);
+    release_codes(self->t);
+    delete self->t;
+    self->t = nullptr;
+  }
+  Py_TYPE(self)->tp_free(self);
+}
+
+PyObject* tracer_enable(LineTracerObject* self, PyObject*) {
+  Tracer* t = self->t;
+#ifdef Py_GIL_DISABLED
+  PyErr_SetString(PyExc_RuntimeError,
+                  "LineProfiler needs the GIL: free-threaded Python builds are not supported");
+  return nullptr;
+#endif
+  if (g_active == t) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    "this LineProfiler is already active: it cannot be entered twice (nesting "
+                    "LineProfilers is not supported)");
+    return nullptr;
+  }
+  if (g_active) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    "another LineProfiler is already active: only one can trace at a time "
+                    "(nesting LineProfilers is not supported)");
+    return nullptr;
+  }
+  if (!t->filter || !t->file_cache) {
+    PyErr_SetString(PyExc_RuntimeError, "LineTracer was cleared");
+    return nullptr;
+  }
+  PyObject* why = nullptr;
+  int conflict = find_conflict(&why);
+  if (conflict < 0) return nullptr;
+  if (conflict > 0) {
+    PyErr_SetObject(PyExc_RuntimeError, why);
+    Py_DECREF(why);
+    return nullptr;
+  }
+  g_active = t;
+  g_generation++;
+  t->stacks.clear();
+  t->enabled_at = lp::wall_ticks();
+  if (install_hooks(t) < 0) {
+    g_active = nullptr;
+    g_generation++;
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* tracer_disable(LineTracerObject* self, PyObject* args, PyObject* kwds) {
+  static const char* kwlist[] = {"ignore_code", "ignore_line", nullptr};
+  PyObject* ignore_code = Py_None;
+  int ignore_line = -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "|Oi:disable", const_cast<char**>(kwlist),
+                                   &ignore_code, &ignore_line)) {
+    return nullptr;
+  }
+  if (g_active != self->t) Py_RETURN_FALSE;
+  bool displaced = false;
+  if (deactivate(self, ignore_code == Py_None ? nullptr : ignore_code, ignore_line, &displaced) <
+      0) {
+    return nullptr;
+  }
+  if (displaced) Py_RETURN_TRUE;
+  Py_RETURN_FALSE;
+}
+
+PyObject* tracer_clear(LineTracerObject* self, PyObject*) {
+  Tracer* t = self->t;
+  uint64_t now = lp::wall_ticks();
+  for (auto& info : t->infos) info->lines.clear();
+  for (auto& ts : t->stacks) {
+    for (Frame& f : ts->frames) {
+      f.t0 = now;
+      f.ev0 = ts->events;
+    }
+  }
+  t->enabled_ticks = 0;
+  if (g_active == t) t->enabled_at = now;
+  // Counters of the running activation are added later: start from minus their current values
+  // (unsigned arithmetic wraps back to the delta).
+  self->totals = EventCounts{};
+  for (auto& ts : t->stacks) {
+    self->totals.lines -= ts->events.lines;
+    self->totals.calls -= ts->events.calls;
+    self->totals.foreign -= ts->events.foreign;
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* tracer_results(LineTracerObject* self, PyObject*) {
+  PyObject* out = PyList_New(0);
+  if (!out) return nullptr;
+  for (auto& info : self->t->infos) {
+    if (!info->traced || !info->code) continue;
+    PyObject* lines = PyList_New(0);
+    if (!lines) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    for (size_t i = 0; i < info->lines.size(); ++i) {
+      const LineStat& s = info->lines[i];
+      if (s.hits == 0 && s.ticks == 0) continue;
+      PyObject* row = Py_BuildValue(
+          "(iKKKKK)", info->base + int(i), (unsigned long long)s.hits,
+          (unsigned long long)lp::ticks_to_ns(s.ticks), (unsigned long long)s.nested.lines,
+          (unsigned long long)s.nested.calls, (unsigned long long)s.nested.foreign);
+      if (!row || PyList_Append(lines, row) < 0) {
+        Py_XDECREF(row);
+        Py_DECREF(lines);
+        Py_DECREF(out);
+        return nullptr;
+      }
+      Py_DECREF(row);
+    }
+    if (PyList_GET_SIZE(lines) > 0) {
+      PyObject* item = Py_BuildValue("(OO)", info->code, lines);
+      if (!item || PyList_Append(out, item) < 0) {
+        Py_XDECREF(item);
+        Py_DECREF(lines);
+        Py_DECREF(out);
+        return nullptr;
+      }
+      Py_DECREF(item);
+    }
+    Py_DECREF(lines);
+  }
+  return out;
+}
+
+PyObject* tracer_get_active(LineTracerObject* self, void*) {
+  return PyBool_FromLong(g_active == self->t);
+}
+
+PyObject* tracer_get_enabled_ns(LineTracerObject* self, void*) {
+  Tracer* t = self->t;
+  uint64_t ticks = t->enabled_ticks;
+  if (g_active == t) ticks += lp::wall_ticks() - t->enabled_at;
+  return PyLong_FromUnsignedLongLong(lp::ticks_to_ns(ticks));
+}
+
+PyObject* tracer_get_events(LineTracerObject* self, void*) {
+  EventCounts c = self->totals;
+  if (g_active == self->t) {
+    for (auto& ts : self->t->stacks) add_counts(c, ts->events);
+  }
+  return Py_BuildValue("(KKK)", (unsigned long long)c.lines, (unsigned long long)c.calls,
+                       (unsigned long long)c.foreign);
+}
+
+PyObject* tracer_get_scope_key(LineTracerObject* self, void*) {
+  return PyUnicode_FromStringAndSize(self->t->scope_key.data(),
+                                     Py_ssize_t(self->t->scope_key.size()));
+}
+
+PyMethodDef tracer_methods[] = {
+    {"enable", reinterpret_cast<PyCFunction>(tracer_enable), METH_NOARGS,
+     "Starts tracing. Raises RuntimeError when another LineTracer is active or another trace "
+     "function is installed."},
+    {"disable", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tracer_disable)),
+     METH_VARARGS | METH_KEYWORDS,
+     "disable(ignore_code=None, ignore_line=-1) -> bool: stops tracing (no-op when not active). "
+     "Returns True when another tracer had displaced this one on the calling thread."},
+    {"clear", reinterpret_cast<PyCFunction>(tracer_clear), METH_NOARGS,
+     "Forgets all hits and times (decisions about code objects are kept)."},
+    {"results", reinterpret_cast<PyCFunction>(tracer_results), METH_NOARGS,
+     "[(code, [(line, hits, wall_ns, nested_line_events, nested_calls, nested_foreign_calls)])] "
+     "for every traced code object with a recorded line."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyGetSetDef tracer_getset[] = {
+    {"active", reinterpret_cast<getter>(tracer_get_active), nullptr, "True while tracing.",
+     nullptr},
+    {"enabled_ns", reinterpret_cast<getter>(tracer_get_enabled_ns), nullptr,
+     "Wall time spent enabled since the last clear(), in ns.", nullptr},
+    {"events", reinterpret_cast<getter>(tracer_get_events), nullptr,
+     "(line_events, traced_calls, foreign_calls) counted since the last clear().", nullptr},
+    {"scope_key", reinterpret_cast<getter>(tracer_get_scope_key), nullptr,
+     "The scope name given at construction.", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyTypeObject LineTracerType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+PyObject* line_tracer_active(PyObject*, PyObject*) {
+  if (!g_active) Py_RETURN_NONE;
+  return Py_NewRef(g_active->owner);
+}
+
+PyMethodDef module_defs[] = {
+    {"line_tracer_active", line_tracer_active, METH_NOARGS, "The active LineTracer, or None."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace
+}  // namespace line
+
+int add_line_tracer(PyObject* module) {
+  using namespace line;
+  LineTracerType.tp_name = "lineprofiler._core.LineTracer";
+  LineTracerType.tp_basicsize = sizeof(LineTracerObject);
+  LineTracerType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+  LineTracerType.tp_doc =
+      "LineTracer(filter, scope_key=''): the C++ line tracer; filter(filename) -> bool.";
+  LineTracerType.tp_new = tracer_new;
+  LineTracerType.tp_dealloc = reinterpret_cast<destructor>(tracer_dealloc);
+  LineTracerType.tp_traverse = reinterpret_cast<traverseproc>(tracer_traverse);
+  LineTracerType.tp_clear = reinterpret_cast<inquiry>(tracer_clear_refs);
+  LineTracerType.tp_methods = tracer_methods;
+  LineTracerType.tp_getset = tracer_getset;
+  LineTracerType.tp_weaklistoffset = offsetof(LineTracerObject, weakreflist);
+  if (PyType_Ready(&LineTracerType) < 0) return -1;
+  if (PyModule_AddObjectRef(module, "LineTracer", reinterpret_cast<PyObject*>(&LineTracerType)) <
+      0) {
+    return -1;
+  }
+  if (PyModule_AddStringConstant(module, "LINE_TRACER_MECHANISM", mechanism_name()) < 0) return -1;
+  PyMethodDef* defs[] = {&module_defs[0], &g_noop_trace_def,
+                         g_thread_hook_def.ml_name ? &g_thread_hook_def : nullptr};
+  for (PyMethodDef* def : defs) {
+    if (!def) continue;
+    PyObject* f = PyCFunction_New(def, nullptr);
+    if (!f || PyModule_AddObject(module, def->ml_name, f) < 0) {
+      Py_XDECREF(f);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace lp_module

@@ -1,0 +1,533 @@
+// module/line_tracer_hooks.cpp: interpreter hooks (PyEval_SetTrace on 3.11, sys.monitoring 3.12+).
+//
+// 3.11: one C trace function. Frames of code outside the project get f_trace_lines = 0 at their
+// call event, so they cost only call/return. Threads started inside the block get the function
+// through threading.settrace (see g_thread_hook_def); at disable it is removed from every thread.
+//
+// 3.12+: C callbacks registered with sys.monitoring under tool id 4 (else 3; never 0 debugger,
+// 1 coverage, 2 profiler, 5 optimizer) named "lineprofiler". Callbacks of code outside the project
+// return sys.monitoring.DISABLE, so such code costs nothing after its first event at each location.
+// sys.monitoring is process-wide: every thread's project code is traced while the block is active.
+#include <string>
+
+#include "module/line_tracer_state.h"
+
+namespace lp_module {
+namespace line {
+
+namespace {
+int noop_trace(PyObject*, PyFrameObject*, int, PyObject*) {
+  return 0;
+}
+
+PyObject* noop_trace_switch(PyObject*, PyObject* on) {
+  int yes = PyObject_IsTrue(on);
+  if (yes < 0) return nullptr;
+  PyEval_SetTrace(yes ? noop_trace : nullptr, nullptr);
+  Py_RETURN_NONE;
+}
+}  // namespace
+
+PyMethodDef g_noop_trace_def = {
+    "_noop_trace", noop_trace_switch, METH_O,
+    "_noop_trace(on): installs/removes a C trace function that does nothing (benchmark floor)."};
+
+#if !LP_LINE_MONITORING
+// =============================================================================================
+// Python 3.11: PyEval_SetTrace
+
+namespace {
+
+// The layout of PyFrameObject in 3.11 (Include/internal/pycore_frame.h), checked at install.
+struct FrameMirror {
+  PyObject_HEAD PyFrameObject* f_back;
+  void* f_frame;
+  PyObject* f_trace;
+  int f_lineno;
+  char f_trace_lines;
+  char f_trace_opcodes;
+  char f_fast_as_locals;
+};
+int g_mirror_state = -1;  // -1 unchecked, 0 layout differs (use setattr), 1 layout verified
+
+bool check_mirror() {
+  PyObject* sys_getframe = PySys_GetObject("_getframe");  // borrowed
+  if (!sys_getframe) return false;
+  PyObject* frame = PyObject_CallNoArgs(sys_getframe);
+  if (!frame) {
+    PyErr_Clear();
+    return false;
+  }
+  auto* m = reinterpret_cast<FrameMirror*>(frame);
+  bool ok = true;
+  for (PyObject* v : {Py_False, Py_True, Py_False}) {
+    if (PyObject_SetAttrString(frame, "f_trace_lines", v) < 0) {
+      PyErr_Clear();
+      ok = false;
+      break;
+    }
+    if (m->f_trace_lines != (v == Py_True ? 1 : 0)) ok = false;
+  }
+  PyObject_SetAttrString(frame, "f_trace_lines", Py_True);
+  PyErr_Clear();
+  Py_DECREF(frame);
+  return ok;
+}
+
+inline void lines_off(PyFrameObject* frame) {
+  if (g_mirror_state == 1) {
+    reinterpret_cast<FrameMirror*>(frame)->f_trace_lines = 0;
+  } else if (PyObject_SetAttrString(reinterpret_cast<PyObject*>(frame), "f_trace_lines", Py_False) <
+             0) {
+    PyErr_Clear();
+  }
+}
+
+inline PyObject* frame_code(PyFrameObject* frame) {
+  PyCodeObject* code = PyFrame_GetCode(frame);  // new reference; the frame keeps it alive
+  Py_DECREF(code);
+  return reinterpret_cast<PyObject*>(code);
+}
+
+int lazy_line(Tracer* t, ThreadStack* ts, PyFrameObject* frame) {
+  // A line in a frame we did not see start: one that was running when tracing began.
+  CodeInfo* info = lookup(t, frame_code(frame));
+  if (!info->traced) {
+    ts->events.lines--;
+    lines_off(frame);
+    return 0;
+  }
+  uint64_t now = lp::wall_ticks();  // after lookup: a first decision may have been slow
+  Frame& f = push_frame(ts, frame, info, -1, now);
+  line_event(ts, f, PyFrame_GetLineNumber(frame), now);
+  return 0;
+}
+
+int legacy_trace(PyObject*, PyFrameObject* frame, int what, PyObject*) {
+  Tracer* t = g_active;
+  if (!t) return 0;
+  switch (what) {
+    case PyTrace_LINE: {
+      uint64_t now = lp::wall_ticks();
+      ThreadStack* ts = thread_stack();
+      ts->events.lines++;
+      if (!ts->frames.empty() && ts->frames.back().key == frame) {
+        line_event(ts, ts->frames.back(), PyFrame_GetLineNumber(frame), now);
+        return 0;
+      }
+      return lazy_line(t, ts, frame);
+    }
+    case PyTrace_CALL: {
+      ThreadStack* ts = thread_stack();
+      CodeInfo* info = lookup(t, frame_code(frame));
+      uint64_t now = lp::wall_ticks();
+      if (!info->traced) {
+        ts->events.foreign++;
+        lines_off(frame);
+        return 0;
+      }
+      ts->events.calls++;
+      int line = -1;
+      if (info->generator_like) {  // a resumption continues the line that yielded
+        int l = PyFrame_GetLineNumber(frame);
+        if (l != info->first_line) line = l;
+      }
+      push_frame(ts, frame, info, line, now);
+      return 0;
+    }
+    case PyTrace_RETURN: {  // also on exit by exception, and on yield
+      ThreadStack* ts = thread_stack();
+      if (!ts->frames.empty() && ts->frames.back().key == frame) {
+        charge(ts, ts->frames.back(), lp::wall_ticks());
+        ts->frames.pop_back();
+      }
+      return 0;
+    }
+    default:
+      return 0;
+  }
+}
+
+PyObject* thread_hook(PyObject*, PyObject* args) {
+  // Installed with threading.settrace: runs at the first call event of a new thread, hands the
+  // thread to the C trace function and feeds it that call event.
+  PyObject* frame = nullptr;
+  PyObject* event = nullptr;
+  PyObject* arg = nullptr;
+  if (!PyArg_UnpackTuple(args, "_thread_hook", 3, 3, &frame, &event, &arg)) return nullptr;
+  Tracer* t = g_active;
+  if (t && PyFrame_Check(frame)) {
+    PyEval_SetTrace(legacy_trace, t->owner);
+    if (PyUnicode_Check(event) && PyUnicode_CompareWithASCIIString(event, "call") == 0) {
+      legacy_trace(t->owner, reinterpret_cast<PyFrameObject*>(frame), PyTrace_CALL, arg);
+    }
+  } else {
+    PyEval_SetTrace(nullptr, nullptr);
+  }
+  Py_RETURN_NONE;
+}
+
+}  // namespace
+
+PyMethodDef g_thread_hook_def = {"_thread_hook", thread_hook, METH_VARARGS,
+                                 "threading.settrace hook: traces a thread started in the block."};
+
+const char* mechanism_name() {
+  return "settrace";
+}
+
+int find_conflict(PyObject** why) {
+  PyThreadState* ts = PyThreadState_Get();
+  if (ts->c_tracefunc == nullptr) return 0;
+  *why = PyUnicode_FromFormat(
+      "a trace function is already installed (sys.gettrace() = %R): LineProfiler cannot run "
+      "under another tracer (a debugger, coverage, line_profiler, a profiler's backend window); "
+      "remove it first",
+      ts->c_traceobj ? ts->c_traceobj : Py_None);
+  return *why ? 1 : -1;
+}
+
+int install_hooks(Tracer* t) {
+  if (g_mirror_state < 0) g_mirror_state = check_mirror() ? 1 : 0;
+  PyEval_SetTrace(legacy_trace, t->owner);
+  return 0;
+}
+
+int remove_hooks(Tracer*, bool* displaced) {
+  PyThreadState* self = PyThreadState_Get();
+  *displaced = self->c_tracefunc != legacy_trace;
+  for (PyThreadState* ts = PyInterpreterState_ThreadHead(PyInterpreterState_Get()); ts;
+       ts = PyThreadState_Next(ts)) {
+    if (ts->c_tracefunc == legacy_trace && _PyEval_SetTrace(ts, nullptr, nullptr) < 0) return -1;
+  }
+  return 0;
+}
+
+#else
+// =============================================================================================
+// Python 3.12+: sys.monitoring
+
+namespace {
+
+PyObject* g_disable = nullptr;  // sys.monitoring.DISABLE
+int g_tool = -1;
+std::string g_scope_of_tool[6];  // scope key of the last activation that used each tool id
+
+inline PyObject* disable_result() {
+  return Py_NewRef(g_disable);
+}
+
+PyObject* mon_start(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // PY_START
+  Tracer* t = g_active;
+  if (!t || nargs < 1) Py_RETURN_NONE;
+  ThreadStack* ts = thread_stack();
+  CodeInfo* info = lookup(t, args[0]);
+  if (!info->traced) return disable_result();
+  uint64_t now = lp::wall_ticks();
+  ts->events.calls++;
+  push_frame(ts, args[0], info, -1, now);
+  Py_RETURN_NONE;
+}
+
+PyObject* mon_resume(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // PY_RESUME, PY_THROW
+  Tracer* t = g_active;
+  if (!t || nargs < 2) Py_RETURN_NONE;
+  ThreadStack* ts = thread_stack();
+  CodeInfo* info = lookup(t, args[0]);
+  if (!info->traced) Py_RETURN_NONE;  // PY_THROW cannot be disabled; PY_RESUME is rare here
+  uint64_t now = lp::wall_ticks();
+  ts->events.calls++;
+  int line = -1;
+  long offset = PyLong_AsLong(args[1]);
+  if (offset >= 0) line = PyCode_Addr2Line(reinterpret_cast<PyCodeObject*>(args[0]), int(offset));
+  if (PyErr_Occurred()) PyErr_Clear();
+  push_frame(ts, args[0], info, line, now);  // the resumed line continues (no new hit)
+  Py_RETURN_NONE;
+}
+
+PyObject* mon_line(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // LINE
+  Tracer* t = g_active;
+  if (!t || nargs < 2) Py_RETURN_NONE;
+  uint64_t now = lp::wall_ticks();
+  ThreadStack* ts = thread_stack();
+  ts->events.lines++;
+  int line = int(PyLong_AsLong(args[1]));
+  if (!ts->frames.empty() && ts->frames.back().key == args[0]) {
+    line_event(ts, ts->frames.back(), line, now);
+    Py_RETURN_NONE;
+  }
+  CodeInfo* info = lookup(t, args[0]);
+  if (!info->traced) {
+    ts->events.lines--;
+    return disable_result();
+  }
+  // A line in a frame we did not see start: one that was running when tracing began.
+  now = lp::wall_ticks();  // after lookup: a first decision may have been slow
+  Frame& f = push_frame(ts, args[0], info, -1, now);
+  line_event(ts, f, line, now);
+  Py_RETURN_NONE;
+}
+
+// The line of a backward jump that stays on its line, or -1 (sys.settrace reports such a jump,
+// e.g. each iteration of a loop written on one line, as a line event; LINE does not).
+int same_line_jump(CodeInfo* info, PyObject* code, long from, long to) {
+  for (const auto& j : info->same_line_jumps) {
+    if (j.first == from) return j.second;
+  }
+  auto* co = reinterpret_cast<PyCodeObject*>(code);
+  int from_line = PyCode_Addr2Line(co, int(from));
+  int to_line = PyCode_Addr2Line(co, int(to));
+  if (PyErr_Occurred()) PyErr_Clear();
+  if (from_line < 0 || from_line != to_line) return -1;
+  info->same_line_jumps.emplace_back(int(from), from_line);
+  return from_line;
+}
+
+PyObject* mon_jump(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // JUMP
+  Tracer* t = g_active;
+  if (!t || nargs < 3) Py_RETURN_NONE;
+  uint64_t now = lp::wall_ticks();
+  long from = PyLong_AsLong(args[1]);
+  long to = PyLong_AsLong(args[2]);
+  if (to > from) return disable_result();  // forward jumps never repeat a line
+  ThreadStack* ts = thread_stack();
+  bool on_top = !ts->frames.empty() && ts->frames.back().key == args[0];
+  CodeInfo* info = on_top ? ts->frames.back().info : lookup(t, args[0]);
+  if (!info->traced) return disable_result();
+  int line = same_line_jump(info, args[0], from, to);
+  if (line < 0) return disable_result();  // the target's LINE event reports it
+  ts->events.lines++;
+  if (!on_top) {
+    now = lp::wall_ticks();
+    push_frame(ts, args[0], info, -1, now);
+  }
+  line_event(ts, ts->frames.back(), line, now);
+  Py_RETURN_NONE;
+}
+
+inline bool pop_if_top(PyObject* code) {
+  ThreadStack* ts = thread_stack();
+  if (ts->frames.empty() || ts->frames.back().key != code) return false;
+  charge(ts, ts->frames.back(), lp::wall_ticks());
+  ts->frames.pop_back();
+  return true;
+}
+
+PyObject* mon_exit(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // PY_RETURN, PY_YIELD
+  Tracer* t = g_active;
+  if (!t || nargs < 1) Py_RETURN_NONE;
+  if (pop_if_top(args[0])) Py_RETURN_NONE;
+  if (!lookup(t, args[0])->traced) return disable_result();
+  Py_RETURN_NONE;
+}
+
+PyObject* mon_unwind(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // PY_UNWIND
+  if (!g_active || nargs < 1) Py_RETURN_NONE;
+  pop_if_top(args[0]);
+  Py_RETURN_NONE;  // PY_UNWIND cannot be disabled
+}
+
+PyMethodDef g_defs[] = {
+    {"_mon_start", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(mon_start)),
+     METH_FASTCALL, nullptr},
+    {"_mon_resume", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(mon_resume)),
+     METH_FASTCALL, nullptr},
+    {"_mon_line", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(mon_line)),
+     METH_FASTCALL, nullptr},
+    {"_mon_exit", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(mon_exit)),
+     METH_FASTCALL, nullptr},
+    {"_mon_unwind", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(mon_unwind)),
+     METH_FASTCALL, nullptr},
+    {"_mon_jump", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(mon_jump)),
+     METH_FASTCALL, nullptr},
+};
+
+struct EventBinding {
+  const char* event;
+  int def;
+};
+const EventBinding kBindings[] = {
+    {"PY_START", 0},  {"PY_RESUME", 1}, {"PY_THROW", 1},  {"LINE", 2},
+    {"PY_RETURN", 3}, {"PY_YIELD", 3},  {"PY_UNWIND", 4}, {"JUMP", 5},
+};
+
+PyObject* monitoring() {
+  return PySys_GetObject("monitoring");
+}  // borrowed
+
+long event_bit(PyObject* events, const char* name) {
+  PyObject* v = PyObject_GetAttrString(events, name);
+  if (!v) return -1;
+  long bit = PyLong_AsLong(v);
+  Py_DECREF(v);
+  return bit;
+}
+
+int call_ok(PyObject* result) {
+  if (!result) return -1;
+  Py_DECREF(result);
+  return 0;
+}
+
+int unregister(PyObject* mon, int tool) {
+  PyObject* events = PyObject_GetAttrString(mon, "events");
+  if (!events) return -1;
+  int rc = call_ok(PyObject_CallMethod(mon, "set_events", "ii", tool, 0));
+  for (const EventBinding& b : kBindings) {
+    long bit = event_bit(events, b.event);
+    if (bit < 0 ||
+        call_ok(PyObject_CallMethod(mon, "register_callback", "ilO", tool, bit, Py_None)) < 0) {
+      rc = -1;
+    }
+  }
+  Py_DECREF(events);
+  if (call_ok(PyObject_CallMethod(mon, "free_tool_id", "i", tool)) < 0) rc = -1;
+  return rc;
+}
+
+}  // namespace
+
+PyMethodDef g_thread_hook_def = {nullptr, nullptr, 0, nullptr};
+
+const char* mechanism_name() {
+  return "sys.monitoring";
+}
+
+int find_conflict(PyObject** why) {
+  PyThreadState* ts = PyThreadState_Get();
+  if (ts->c_tracefunc != nullptr) {
+    *why = PyUnicode_FromFormat(
+        "a trace function is already installed (sys.gettrace() = %R): LineProfiler cannot run "
+        "under another tracer (a debugger, coverage, line_profiler, a profiler's backend "
+        "window); remove it first",
+        ts->c_traceobj ? ts->c_traceobj : Py_None);
+    return *why ? 1 : -1;
+  }
+  // Another sys.monitoring tool tracing lines (line_profiler 5, coverage, a debugger).
+  PyObject* mon = monitoring();
+  if (!mon) return 0;
+  PyObject* events = PyObject_GetAttrString(mon, "events");
+  if (!events) return -1;
+  long line_bits = event_bit(events, "LINE") | event_bit(events, "INSTRUCTION");
+  Py_DECREF(events);
+  if (PyErr_Occurred()) return -1;
+  for (int tool = 0; tool < 6; ++tool) {
+    PyObject* name = PyObject_CallMethod(mon, "get_tool", "i", tool);
+    if (!name) return -1;
+    if (name == Py_None) {
+      Py_DECREF(name);
+      continue;
+    }
+    PyObject* ev = PyObject_CallMethod(mon, "get_events", "i", tool);
+    long bits = ev ? PyLong_AsLong(ev) : -1;
+    Py_XDECREF(ev);
+    if (bits == -1 && PyErr_Occurred()) {
+      Py_DECREF(name);
+      return -1;
+    }
+    if (bits & line_bits) {
+      *why = PyUnicode_FromFormat(
+          "sys.monitoring tool %d (%S) is already tracing lines: LineProfiler cannot run "
+          "alongside another tracer (a debugger, coverage, line_profiler); stop it first",
+          tool, name);
+      Py_DECREF(name);
+      return *why ? 1 : -1;
+    }
+    Py_DECREF(name);
+  }
+  return 0;
+}
+
+int install_hooks(Tracer* t) {
+  PyObject* mon = monitoring();
+  if (!mon) {
+    PyErr_SetString(PyExc_RuntimeError, "sys.monitoring is not available");
+    return -1;
+  }
+  if (!g_disable) {
+    g_disable = PyObject_GetAttrString(mon, "DISABLE");
+    if (!g_disable) return -1;
+  }
+  int tool = -1;
+  std::string taken;
+  for (int candidate : {4, 3}) {
+    PyObject* name = PyObject_CallMethod(mon, "get_tool", "i", candidate);
+    if (!name) return -1;
+    bool free_id = name == Py_None;
+    if (!free_id) {
+      PyObject* s = PyObject_Str(name);
+      const char* u = s ? PyUnicode_AsUTF8(s) : nullptr;
+      taken += std::to_string(candidate) + " (" + (u ? u : "?") + ") ";
+      Py_XDECREF(s);
+      PyErr_Clear();
+    }
+    Py_DECREF(name);
+    if (free_id) {
+      tool = candidate;
+      break;
+    }
+  }
+  if (tool < 0) {
+    PyErr_Format(PyExc_RuntimeError,
+                 "LineProfiler needs a free sys.monitoring tool id (4 or 3), but both are taken: "
+                 "%s; another tracing tool is running",
+                 taken.c_str());
+    return -1;
+  }
+  if (call_ok(PyObject_CallMethod(mon, "use_tool_id", "is", tool, "lineprofiler")) < 0) return -1;
+  PyObject* events = PyObject_GetAttrString(mon, "events");
+  if (!events) {
+    unregister(mon, tool);
+    return -1;
+  }
+  long mask = 0;
+  for (const EventBinding& b : kBindings) {
+    long bit = event_bit(events, b.event);
+    PyObject* fn = bit < 0 ? nullptr : PyCFunction_New(&g_defs[b.def], nullptr);
+    int rc = fn ? call_ok(PyObject_CallMethod(mon, "register_callback", "ilO", tool, bit, fn)) : -1;
+    Py_XDECREF(fn);
+    if (rc < 0) {
+      Py_DECREF(events);
+      PyObject *type, *value, *tb;
+      PyErr_Fetch(&type, &value, &tb);
+      unregister(mon, tool);
+      PyErr_Restore(type, value, tb);
+      return -1;
+    }
+    mask |= bit;
+  }
+  Py_DECREF(events);
+  // Locations disabled by an earlier activation with another scope must report again.
+  const std::string& key = t->scope_key;
+  if (g_scope_of_tool[tool] != key) {
+    if (call_ok(PyObject_CallMethod(mon, "restart_events", nullptr)) < 0) {
+      unregister(mon, tool);
+      return -1;
+    }
+    g_scope_of_tool[tool] = key;
+  }
+  if (call_ok(PyObject_CallMethod(mon, "set_events", "il", tool, mask)) < 0) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    unregister(mon, tool);
+    PyErr_Restore(type, value, tb);
+    return -1;
+  }
+  g_tool = tool;
+  return 0;
+}
+
+int remove_hooks(Tracer*, bool* displaced) {
+  *displaced = false;
+  if (g_tool < 0) return 0;
+  int tool = g_tool;
+  g_tool = -1;
+  PyObject* mon = monitoring();
+  if (!mon) return 0;
+  return unregister(mon, tool);
+}
+
+#endif
+
+}  // namespace line
+}  // namespace lp_module

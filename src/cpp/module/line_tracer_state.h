@@ -1,0 +1,154 @@
+// module/line_tracer_state.h: the line tracer data (per-code line stats, per-thread stacks).
+//
+// Everything here is touched only with the GIL held: statistics are shared by all threads, frame
+// stacks are per thread. Times are raw wall-clock ticks (lp::wall_ticks) until results().
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "lp_core/clock.h"
+
+#if PY_VERSION_HEX >= 0x030C0000
+#define LP_LINE_MONITORING 1
+#else
+#define LP_LINE_MONITORING 0
+#endif
+
+namespace lp_module {
+namespace line {
+
+/// Counters of tracer callbacks, used to subtract the tracer's own calibrated cost.
+struct EventCounts {
+  uint64_t lines = 0;    // line events in traced frames
+  uint64_t calls = 0;    // traced frame entries (start or resume); each has a matching exit
+  uint64_t foreign = 0;  // call events of untraced frames (3.11 only; 3.12 disables them)
+};
+
+/// One source line of one code object.
+struct LineStat {
+  uint64_t hits = 0;
+  uint64_t ticks = 0;  // wall ticks from this line's events to the next event in the same frame
+  EventCounts nested;  // tracer callbacks that ran inside those intervals (incl. the closing one)
+};
+
+/// The tracer's decision about one code object, and its statistics when it is traced.
+struct CodeInfo {
+  PyObject* code = nullptr;  // strong reference: keeps the map key's address unique
+  bool traced = false;
+  bool generator_like = false;  // generator, coroutine or async generator
+  int first_line = 0;
+  int base = 0;  // line number of lines[0]
+  std::vector<LineStat> lines;
+  std::vector<std::pair<int, int>> same_line_jumps;  // 3.12+: (jump offset, its line)
+
+  LineStat& stat(int line) {
+    int idx = line - base;
+    if (idx >= 0 && idx < int(lines.size())) return lines[size_t(idx)];
+    return grow(line);
+  }
+  LineStat& grow(int line);
+};
+
+/// One traced frame on a thread's stack.
+struct Frame {
+  const void* key = nullptr;  // PyFrameObject* (3.11) or the code object (3.12+)
+  CodeInfo* info = nullptr;
+  int line = -1;    // line whose interval is open; -1: none
+  uint64_t t0 = 0;  // ticks at the start of the open interval
+  EventCounts ev0;  // thread counters at the start of the open interval
+};
+
+/// The traced frames of one thread, innermost last.
+struct ThreadStack {
+  std::vector<Frame> frames;
+  EventCounts events;
+};
+
+/// Closes f's open interval at now (charging ticks and nested callbacks to its line).
+inline void charge(ThreadStack* ts, Frame& f, uint64_t now) {
+  if (f.line < 0) return;
+  LineStat& s = f.info->stat(f.line);
+  s.ticks += now - f.t0;
+  s.nested.lines += ts->events.lines - f.ev0.lines;
+  s.nested.calls += ts->events.calls - f.ev0.calls;
+  s.nested.foreign += ts->events.foreign - f.ev0.foreign;
+}
+
+/// A line event in frame f: closes the open interval and opens one for line (one more hit).
+inline void line_event(ThreadStack* ts, Frame& f, int line, uint64_t now) {
+  charge(ts, f, now);
+  f.info->stat(line).hits++;
+  f.line = line;
+  f.t0 = now;
+  f.ev0 = ts->events;
+}
+
+/// Pushes a traced frame whose open interval (if line >= 0) starts now; returns it.
+inline Frame& push_frame(ThreadStack* ts, const void* key, CodeInfo* info, int line, uint64_t now) {
+  ts->frames.push_back(Frame{key, info, line, now, ts->events});
+  return ts->frames.back();
+}
+
+/// The process-wide tracer state (only one LineTracer may be active at a time).
+struct Tracer {
+  PyObject* owner = nullptr;       // the LineTracer object (borrowed while active)
+  PyObject* filter = nullptr;      // callable(filename: str) -> bool
+  PyObject* file_cache = nullptr;  // dict: filename -> bool
+  std::string scope_key;           // names the filter's scope (3.12: restart DISABLEd events)
+  std::unordered_map<PyObject*, CodeInfo*> codes;
+  std::vector<std::unique_ptr<CodeInfo>> infos;
+  std::vector<std::unique_ptr<ThreadStack>> stacks;  // stacks of this activation
+  uint64_t generation = 0;     // bumped at each enable/disable: invalidates thread-local stacks
+  uint64_t enabled_at = 0;     // ticks at enable
+  uint64_t enabled_ticks = 0;  // total ticks spent enabled
+};
+
+/// The active tracer, or nullptr.
+extern Tracer* g_active;
+extern uint64_t g_generation;
+
+/// This thread's stack for the active tracer (created on first use in an activation).
+ThreadStack* new_thread_stack();
+extern thread_local ThreadStack* t_stack;
+extern thread_local uint64_t t_generation;
+
+inline ThreadStack* thread_stack() {
+  if (t_generation == g_generation) return t_stack;
+  return new_thread_stack();
+}
+
+/// The decision for code (cached per code object; calls the filter once per new file name).
+CodeInfo* decide(Tracer* t, PyObject* code);
+
+inline CodeInfo* lookup(Tracer* t, PyObject* code) {
+  auto it = t->codes.find(code);
+  if (it != t->codes.end()) return it->second;
+  return decide(t, code);
+}
+
+// ---- hooks (line_tracer_hooks.cpp) ----
+
+/// Installs the interpreter hooks for t. Returns 0, or -1 with a Python exception set.
+int install_hooks(Tracer* t);
+/// Removes the hooks from every thread. Sets *displaced when another tracer had replaced ours on
+/// the calling thread (that tracer is left in place). Returns 0, or -1 with an exception set.
+int remove_hooks(Tracer* t, bool* displaced);
+/// The description of a conflicting tracer already installed, or nullptr if there is none.
+/// Returns -1 with an exception set on error, 1 with *why filled on conflict, 0 otherwise.
+int find_conflict(PyObject** why);
+/// 3.11: the function given to threading.settrace so threads started inside the block are traced.
+extern PyMethodDef g_thread_hook_def;
+/// _noop_trace(on): a do-nothing C trace function on the calling thread (benchmarks' floor).
+extern PyMethodDef g_noop_trace_def;
+/// "settrace" or "sys.monitoring".
+const char* mechanism_name();
+
+}  // namespace line
+}  // namespace lp_module
