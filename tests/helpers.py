@@ -23,7 +23,8 @@ def run_python(
 ) -> subprocess.CompletedProcess[str]:
     """Runs dedented ``code`` in a fresh interpreter with faulthandler on.
 
-    On timeout the child's stacks are dumped (faulthandler) before it is killed.
+    On timeout the child's stacks are dumped (faulthandler) before it is killed. ``__file__`` is
+    the script's path, so multiprocessing's spawn and forkserver can re-import it in workers.
     """
     script = cwd / f"_child_{abs(hash(code)) % 10**8}.py"
     script.write_text(textwrap.dedent(code))
@@ -40,7 +41,7 @@ def run_python(
         "faulthandler",
         "-c",
         f"import faulthandler,sys; faulthandler.dump_traceback_later({timeout - 5}, exit=True); "
-        f"sys.argv=[{str(script)!r}]+sys.argv[1:]; "
+        f"sys.argv=[{str(script)!r}]+sys.argv[1:]; __file__={str(script)!r}; "
         f"exec(compile(open({str(script)!r}).read(), {str(script)!r}, 'exec'))",
     ]
     proc = subprocess.run(

@@ -1,6 +1,10 @@
 // lp_core/names.cpp: the process-wide name table.
 #include "lp_core/names.h"
 
+#include <pthread.h>
+
+#include <new>
+
 namespace lp {
 
 NameTable& NameTable::instance() {
@@ -8,7 +12,13 @@ NameTable& NameTable::instance() {
   return *table;
 }
 
-NameTable::NameTable() { intern(""); }
+NameTable::NameTable() {
+  intern("");
+  // A thread of the parent (a snapshot, or a GIL-released flush) may hold mu_ at fork(); the
+  // table itself is only ever modified with the GIL held, so the child's copy is consistent and
+  // just needs a lock nobody holds.
+  pthread_atfork(nullptr, nullptr, [] { new (&instance().mu_) std::mutex(); });
+}
 
 uint32_t NameTable::intern(std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);

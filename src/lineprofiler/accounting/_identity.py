@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import secrets
@@ -10,6 +11,7 @@ import uuid
 from pathlib import Path
 
 _HOST_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_RUN_ID_UNSAFE = re.compile(r"[^A-Za-z0-9.-]")  # no "_": it separates the file name's fields
 
 _RANK_VARS = ("SLURM_PROCID", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 _LOCAL_RANK_VARS = ("SLURM_LOCALID", "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
@@ -19,6 +21,73 @@ _JOB_VARS = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "JOB_ID")
 def new_run_id() -> str:
     """A fresh attempt id: UTC minute plus 6 random hex digits, e.g. ``20261202T1535-471c94``."""
     return time.strftime("%Y%m%dT%H%M", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def resolve_run_id(run_dir: Path) -> str:
+    """The attempt this process belongs to.
+
+    In order: ``$LINEPROFILER_RUN_ID`` when it was exported for this ``run_dir`` (an enabled
+    parent, or the user with no ``$LINEPROFILER_RUN_DIR``); else the one an earlier profiler of
+    this process used for ``run_dir``; else one derived from the launcher's
+    job, so that ranks started by srun, torchrun or mpirun share an attempt with no parent
+    profiler to inherit from; else a fresh one.
+    """
+    run_dir = Path(run_dir)
+    env_id = _RUN_ID_UNSAFE.sub("-", os.environ.get("LINEPROFILER_RUN_ID", "").strip())
+    env_dir = os.environ.get("LINEPROFILER_RUN_DIR")
+    if env_id and (not env_dir or Path(os.path.abspath(env_dir)) == run_dir):
+        run_id = env_id
+    else:
+        run_id = _process_attempts.get(run_dir) or launcher_run_id() or new_run_id()
+    _process_attempts[run_dir] = run_id
+    return run_id
+
+
+# The attempt each run directory got in this process (and, through fork, its children): a second
+# profiler into the same directory later in the same process, after the first closed and took its
+# environment back, is still the same attempt.
+_process_attempts: dict[Path, str] = {}
+
+
+def launcher_run_id() -> str | None:
+    """An attempt id shared by every rank of one launch, or None outside a known launcher.
+
+    Slurm: the job id and its requeue count (every step of a job is one attempt, so concurrent
+    ``srun`` steps of different roles merge). torchrun: its rendezvous run id. Open MPI: the job's
+    PMIx namespace and the launcher's URI. MPICH-style ``PMI_RANK`` alone: this node's launcher
+    process. A torchelastic restart is a new attempt under any of them.
+    """
+    env = os.environ
+    elastic = env.get("TORCHELASTIC_RESTART_COUNT", "0").strip()
+    suffix = f"-e{_RUN_ID_UNSAFE.sub('', elastic)}" if elastic not in ("", "0") else ""
+    job = env.get("SLURM_JOB_ID", "").strip()
+    if job:
+        restarts = env.get("SLURM_RESTART_COUNT", "0").strip()
+        requeue = f"-r{_RUN_ID_UNSAFE.sub('', restarts)}" if restarts not in ("", "0") else ""
+        return f"slurm-{_RUN_ID_UNSAFE.sub('-', job)}{requeue}{suffix}"
+    elastic_id = env.get("TORCHELASTIC_RUN_ID", "").strip()
+    if elastic_id and elastic_id != "none":
+        return f"torchrun-{_short_hash(elastic_id)}{suffix}"
+    namespace = env.get("PMIX_NAMESPACE") or env.get("OMPI_MCA_ess_base_jobid")
+    if namespace and "OMPI_COMM_WORLD_RANK" in env:
+        return f"mpi-{_short_hash(namespace, env.get('OMPI_MCA_orte_hnp_uri', ''))}{suffix}"
+    if "PMI_RANK" in env:
+        ppid = os.getppid()
+        return f"pmi-{_short_hash(host_name(), str(ppid), _process_start(ppid))}{suffix}"
+    return None
+
+
+def _short_hash(*parts: str) -> str:
+    return hashlib.sha1("\0".join(parts).encode()).hexdigest()[:8]
+
+
+def _process_start(pid: int) -> str:
+    """The start time of ``pid`` in clock ticks since boot (tells a reused pid apart), or ""."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
 
 
 def host_name() -> str:

@@ -6,7 +6,6 @@ configuration, the environment that lets child processes join the run, and the l
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import sys
@@ -18,7 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from lineprofiler import _core
-from lineprofiler.accounting import _identity, capabilities, torch_support
+from lineprofiler.accounting import _identity, _lifecycle, capabilities, torch_support
 from lineprofiler.accounting.backends import Backend, BackendWindow, parse_backend, parse_window
 from lineprofiler.accounting.export import DeltaCursor, SnapshotCallback, SnapshotCallbacks
 from lineprofiler.accounting.stats import PhaseStats, tree_from_worker_doc
@@ -123,12 +122,9 @@ class Profiler:
         self._rec: Any = None
         self._warned_unwritable = False
 
-        inherited = (
-            os.environ.get(ENV_RUN_ID)
-            if env_run_dir and Path(env_run_dir) == self.run_dir
-            else None
-        )
-        self.run_id: str = inherited or _identity.new_run_id()
+        self._hooks: Any = None
+        self._fork_inherited = False  # set in a forked child until it is replaced or records
+        self.run_id: str = _identity.resolve_run_id(self.run_dir)
         self.host: str = _identity.host_name()
         self.pid: int = os.getpid()
         self.uid8: str = _identity.new_uid8()
@@ -140,6 +136,10 @@ class Profiler:
             self.worker_path: Path | None = None
             return
 
+        # A forked child that builds its own profiler replaces the one it inherited, if that one
+        # has recorded nothing here (else each such child leaves an empty worker of the parent's
+        # role); an install of the replaced one passes to this one.
+        install = _lifecycle.retire_pristine_fork_inherited() or install
         self.worker_path = _identity.worker_path(
             self.run_dir, self.host, self.run_id, self.pid, self.uid8
         )
@@ -156,11 +156,9 @@ class Profiler:
         torch_support.install_sync_resolver()
         if self.annotate or self.backend is not None:
             self._setup_wrapped_phase()
-        self._export_environment()
         self._prepare_run_dir()
         self._flush(final=False)  # a worker is visible from its first moment
-        self._rec.start_thread()
-        atexit.register(self._atexit)
+        _lifecycle.attach(self)  # threads; environment, atexit, signals, fork, multiprocessing
         if install:
             self._install()
 
@@ -190,13 +188,17 @@ class Profiler:
         self.close()
 
     def close(self) -> None:
-        """Stop the threads, write the final worker file, uninstall. Idempotent."""
+        """Stop the threads, write the final worker file, uninstall, and undo what construction
+        changed in the process (atexit hook, signal handlers, exported environment). Idempotent.
+
+        Call it before ``os._exit()``, which skips atexit and delivers no signal.
+        """
         if self._closed:
             return
         self._closed = True
         if self._rec is None:
             return
-        self._rec.stop_thread()
+        _lifecycle.stop_threads(self)  # not concurrently with a fork in another thread
         if self.backend_state is not None:
             self.backend_state.close()
         if self.annotate or self.backend is not None:
@@ -205,7 +207,26 @@ class Profiler:
         self._rec.mark_closed()
         if self._installed:
             self._uninstall()
-        atexit.unregister(self._atexit)
+        _lifecycle.detach(self)
+
+    def _retire(self) -> None:
+        """Close without a trace: a forked child's inherited profiler, replaced before it recorded
+        anything. Its file (written at the fork) is removed."""
+        self._closed = True
+        _lifecycle.stop_threads(self)
+        if self.backend_state is not None:
+            self.backend_state.close()
+        if self.annotate or self.backend is not None:
+            self._rec.set_phase_wrapper(None)
+        self._rec.mark_closed()
+        if self._installed:
+            self._uninstall()
+        _lifecycle.detach(self)
+        try:
+            assert self.worker_path is not None
+            self.worker_path.unlink()
+        except OSError:
+            pass
 
     @property
     def closed(self) -> bool:
@@ -306,11 +327,6 @@ class Profiler:
 
     def _meta_json(self) -> str:
         return json.dumps(self._meta(), separators=(",", ":"), default=str)
-
-    def _export_environment(self) -> None:
-        os.environ[ENV_PROFILE] = "1"
-        os.environ[ENV_RUN_DIR] = str(self.run_dir)
-        os.environ[ENV_RUN_ID] = self.run_id
 
     def _prepare_run_dir(self) -> None:
         try:

@@ -1,0 +1,410 @@
+"""What an enabled Profiler changes in its process, and how close() changes it back.
+
+Constructing an enabled profiler (``attach``) exports the run to the environment, registers an
+atexit hook, chains SIGTERM/SIGUSR1/SIGHUP, joins the fork handlers and registers a
+multiprocessing finalizer. ``detach`` (from close()) undoes each of these for that profiler only,
+so several profilers in one interpreter may close in any order:
+
+- environment: the exporters form a stack; closing the newest puts back the values of the one
+  below it (or what was there before the first); a value someone else has since changed is left.
+- signals: each profiler installs one handler per signal that flushes and then chains to the
+  handler that was there before it (or performs the default action). close() puts the previous
+  handler back when its own is still the current one, skipping handlers of profilers that have
+  closed meanwhile; when a host installed its own on top, ours stays in place, inert, and still
+  chains.
+- fork: ``os.register_at_fork`` handlers are registered once per interpreter (CPython cannot
+  unregister them) and dispatch over weak references, skipping closed profilers. Before a fork
+  the profilers' C++ threads are stopped (so no lock of theirs is held across the fork), after it
+  the parent restarts them and the child starts a new worker: a new uuid, pid and file, an empty
+  tree and a clean phase stack.
+- multiprocessing: workers started by multiprocessing end with ``os._exit()``, which skips
+  atexit; a ``multiprocessing.util.Finalize`` closes the profiler on that path instead.
+
+Nothing here raises into user code: a hook that fails is skipped.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from lineprofiler.accounting import _identity
+
+if TYPE_CHECKING:
+    from lineprofiler.accounting.profiler import Profiler
+
+ENV_PROFILE = "LINEPROFILER_PROFILE"
+ENV_RUN_DIR = "LINEPROFILER_RUN_DIR"
+ENV_RUN_ID = "LINEPROFILER_RUN_ID"
+_ENV_KEYS = (ENV_PROFILE, ENV_RUN_DIR, ENV_RUN_ID)
+
+# Signals whose default action terminates the process without running atexit: flush first.
+FLUSH_SIGNALS = ("SIGTERM", "SIGUSR1", "SIGHUP")
+
+# The multiprocessing finalizer runs after every default-priority one (pools, queues): the
+# profiler closes last, so it records everything the worker did.
+_MP_EXIT_PRIORITY = -100
+
+
+class _Hooks:
+    """What attach() did for one profiler, so that detach() undoes exactly that."""
+
+    __slots__ = ("signals", "env_values", "mp_finalizer", "atexit_fn")
+
+    def __init__(self) -> None:
+        self.signals: dict[int, _SignalChain] = {}
+        self.env_values: dict[str, str] | None = None
+        self.mp_finalizer: Any = None
+        self.atexit_fn: Any = None
+
+
+# Enabled profilers not yet closed, oldest first (weak: a dropped profiler drops out).
+_live: list[weakref.ReferenceType[Profiler]] = []
+_fork_handlers_registered = False
+_stopped_for_fork: list[weakref.ReferenceType[Profiler]] = []
+# Serialises stopping and starting the profilers' C++ threads between close() and fork() in
+# different Python threads (both release the GIL while joining). Held from before a fork to after.
+_threads_lock = threading.RLock()
+
+
+def stop_threads(p: Profiler) -> None:
+    """Stops and joins ``p``'s C++ threads (close() calls this rather than the recorder)."""
+    with _threads_lock:
+        p._rec.stop_thread()
+
+
+# Environment exporters, oldest first, with the values each set; and what was there before.
+_env_stack: list[tuple[weakref.ReferenceType[Profiler], dict[str, str]]] = []
+_env_before: dict[str, str | None] = {}
+
+
+def live_profilers() -> list[Profiler]:
+    """Enabled, open profilers of this process, oldest first."""
+    out = []
+    for ref in list(_live):
+        p = ref()
+        if p is not None and not p.closed:
+            out.append(p)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# attach / detach
+
+
+def attach(p: Profiler) -> None:
+    """Starts ``p``'s C++ threads and applies every process-global hook (never raises)."""
+    hooks = _Hooks()
+    p._hooks = hooks
+    _export_environment(p, hooks)
+    hooks.atexit_fn = p._atexit
+    atexit.register(hooks.atexit_fn)
+    _install_signal_chains(p, hooks)
+    _ensure_fork_handlers()
+    with _threads_lock:  # a fork in another thread sees the threads and the profiler, or neither
+        p._rec.start_thread()
+        _live.append(weakref.ref(p))
+    _register_multiprocessing(p, hooks)
+
+
+def detach(p: Profiler) -> None:
+    """Undoes what attach() did for ``p`` (called by close(); idempotent, never raises)."""
+    hooks: _Hooks | None = getattr(p, "_hooks", None)
+    if hooks is None:
+        return
+    p._hooks = None
+    if hooks.mp_finalizer is not None:
+        try:
+            hooks.mp_finalizer.cancel()
+        except Exception:
+            pass
+    _live[:] = [r for r in _live if r() is not None and r() is not p]
+    _restore_signals(hooks)
+    if hooks.atexit_fn is not None:
+        atexit.unregister(hooks.atexit_fn)
+    _restore_environment(p, hooks)
+
+
+# ------------------------------------------------------------------------------------------------
+# environment
+
+
+def _export_environment(p: Profiler, hooks: _Hooks) -> None:
+    values = {ENV_PROFILE: "1", ENV_RUN_DIR: str(p.run_dir), ENV_RUN_ID: p.run_id}
+    _env_stack[:] = [(r, v) for r, v in _env_stack if r() is not None and not r().closed]
+    if not _env_stack:
+        _env_before.clear()
+        _env_before.update({k: os.environ.get(k) for k in _ENV_KEYS})
+    os.environ.update(values)
+    hooks.env_values = values
+    _env_stack.append((weakref.ref(p), values))
+
+
+def _restore_environment(p: Profiler, hooks: _Hooks) -> None:
+    values = hooks.env_values
+    if values is None:
+        return
+    was_top = bool(_env_stack) and _env_stack[-1][1] is values
+    _env_stack[:] = [(r, v) for r, v in _env_stack if v is not values]
+    if not was_top:
+        return  # a newer exporter's values are in force; they stay
+    if any(os.environ.get(k) != v for k, v in values.items()):
+        return  # someone changed the environment since: theirs now
+    restore: dict[str, str | None] = dict(_env_stack[-1][1]) if _env_stack else dict(_env_before)
+    for key, value in restore.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+# ------------------------------------------------------------------------------------------------
+# signals
+
+
+class _SignalChain:
+    """The handler one profiler installs for one signal: flush, then what was there before."""
+
+    __slots__ = ("profiler", "signum", "previous", "__weakref__")
+
+    def __init__(self, p: Profiler, signum: int, previous: Any) -> None:
+        self.profiler = weakref.ref(p)
+        self.signum = signum
+        self.previous = previous
+
+    @property
+    def inert(self) -> bool:
+        p = self.profiler()
+        return p is None or p.closed
+
+    def __call__(self, signum: int, frame: Any) -> Any:
+        p = self.profiler()
+        if p is not None and not p.closed:
+            try:
+                if _ends_in_default_action(self.previous):
+                    _close_for_signal(p, signum)  # nothing runs after this: the final write
+                else:
+                    p._flush(final=False)  # a handler below may keep the process running
+            except Exception:
+                pass
+        return _chain_to(self.previous, signum, frame)
+
+    def __repr__(self) -> str:
+        return f"<lineprofiler flush-then-chain handler for signal {self.signum}>"
+
+
+def _ends_in_default_action(handler: Any) -> bool:
+    while isinstance(handler, _SignalChain):
+        handler = handler.previous
+    return handler == signal.SIG_DFL
+
+
+def _chain_to(previous: Any, signum: int, frame: Any) -> Any:
+    if previous == signal.SIG_IGN:
+        return None
+    if callable(previous):
+        return previous(signum, frame)
+    # SIG_DFL: perform the default action (terminate, for the signals handled here).
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    return None
+
+
+def _close_for_signal(p: Profiler, signum: int) -> None:
+    try:
+        meta = p._meta()
+        meta["exit_signal"] = signal.Signals(signum).name
+        p._rec.set_meta(json.dumps(meta, separators=(",", ":"), default=str))
+    except Exception:
+        pass
+    p.close()
+
+
+def _install_signal_chains(p: Profiler, hooks: _Hooks) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return  # signal.signal() works only in the main thread; atexit and snapshots still do
+    for name in FLUSH_SIGNALS:
+        signum = getattr(signal, name, None)
+        if signum is None:
+            continue
+        try:
+            previous = signal.getsignal(signum)
+            if previous is None:
+                continue  # installed outside Python: we could not chain to it, so leave it alone
+            chain = _SignalChain(p, signum, previous)
+            signal.signal(signum, chain)
+        except (ValueError, OSError, RuntimeError, TypeError):
+            continue
+        hooks.signals[signum] = chain
+
+
+def _restore_signals(hooks: _Hooks) -> None:
+    if not hooks.signals or threading.current_thread() is not threading.main_thread():
+        return  # left in place, inert: they only chain now
+    for signum, chain in hooks.signals.items():
+        try:
+            if signal.getsignal(signum) is not chain:
+                continue  # a host installed its own on top: leave ours (inert, still chaining)
+            target = chain.previous
+            while isinstance(target, _SignalChain) and target.inert:
+                target = target.previous
+            signal.signal(signum, target)
+        except (ValueError, OSError, RuntimeError, TypeError):
+            continue
+    hooks.signals.clear()
+
+
+# ------------------------------------------------------------------------------------------------
+# fork
+
+
+def _ensure_fork_handlers() -> None:
+    global _fork_handlers_registered
+    if _fork_handlers_registered or not hasattr(os, "register_at_fork"):
+        return
+    os.register_at_fork(
+        before=_before_fork,
+        after_in_parent=_after_fork_in_parent,
+        after_in_child=_after_fork_in_child,
+    )
+    _fork_handlers_registered = True
+
+
+def _before_fork() -> None:
+    _threads_lock.acquire()
+    _stopped_for_fork.clear()
+    for p in live_profilers():
+        try:
+            p._rec.stop_thread()
+            _stopped_for_fork.append(weakref.ref(p))
+        except Exception:
+            pass
+
+
+def _after_fork_in_parent() -> None:
+    try:
+        stopped = list(_stopped_for_fork)
+        _stopped_for_fork.clear()
+        for ref in stopped:
+            p = ref()
+            if p is not None and not p.closed:
+                try:
+                    p._rec.start_thread()
+                except Exception:
+                    pass
+    finally:
+        _threads_lock.release()
+
+
+def _after_fork_in_child() -> None:
+    global _threads_lock
+    _threads_lock = threading.RLock()  # the parent's is held (by the forking thread): start fresh
+    _stopped_for_fork.clear()
+    about_to_exec = _in_subprocess_preexec()
+    for p in live_profilers():
+        try:
+            if about_to_exec:
+                # subprocess forked to run preexec_fn and then exec: not a worker. Go quiet
+                # rather than leave a file that would read as one that recorded nothing.
+                p._closed = True
+                p._rec.mark_closed()
+            else:
+                _become_new_worker(p)
+                hooks = getattr(p, "_hooks", None)
+                if hooks is not None and hooks.mp_finalizer is None:
+                    _register_multiprocessing(p, hooks)  # a multiprocessing worker, perhaps
+        except Exception:
+            pass
+
+
+def _in_subprocess_preexec() -> bool:
+    """Whether this fork is subprocess's (``preexec_fn``), which is followed by exec."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back  # up to the Python frame that called fork (os.fork, _fork_exec)
+    if frame is None:
+        return False
+    code = frame.f_code
+    return code.co_name == "_execute_child" and code.co_filename.endswith("subprocess.py")
+
+
+def _become_new_worker(p: Profiler) -> None:
+    p.pid = os.getpid()
+    p.uid8 = _identity.new_uid8()
+    p.host = _identity.host_name()
+    p.start_unix_ns = time.time_ns()
+    p.worker_path = _identity.worker_path(p.run_dir, p.host, p.run_id, p.pid, p.uid8)
+    p._rec.reset_after_fork(str(p.worker_path), p._meta_json())
+    cursor = getattr(p, "_delta_cursor", None)
+    if cursor is not None:  # its lock may be held by a parent thread: start fresh
+        p._delta_cursor = type(cursor)()
+    p._fork_inherited = True
+    p._flush(final=False)  # visible from its first moment, like any worker
+    p._rec.start_thread()
+
+
+def retire_pristine_fork_inherited() -> bool:
+    """Retires profilers this forked child inherited and has not recorded into yet.
+
+    Called when the child constructs its own enabled profiler: it replaces the inherited one,
+    which would otherwise leave an empty worker of the parent's role in the run. Returns whether
+    a retired one was installed (the new profiler then takes its place).
+    """
+    was_installed = False
+    for p in live_profilers():
+        if not getattr(p, "_fork_inherited", False):
+            continue
+        try:
+            if json.loads(p._rec.snapshot_json()).get("threads"):
+                continue  # it recorded in this process: it is a worker in its own right
+        except Exception:
+            continue
+        was_installed = was_installed or p._installed
+        p._retire()
+    return was_installed
+
+
+# ------------------------------------------------------------------------------------------------
+# multiprocessing
+
+
+def _register_multiprocessing(p: Profiler, hooks: _Hooks) -> None:
+    # Only when multiprocessing is already in use: importing it costs ~15 ms. A process that
+    # imports it later and forks through it is covered from _after_fork_in_child.
+    util = sys.modules.get("multiprocessing.util")
+    if util is None:
+        return
+    try:
+        hooks.mp_finalizer = util.Finalize(
+            p, _close_ref, args=(weakref.ref(p),), exitpriority=_MP_EXIT_PRIORITY
+        )
+        util.register_after_fork(p, _multiprocessing_after_fork)
+    except Exception:
+        pass
+
+
+def _multiprocessing_after_fork(p: Profiler) -> None:
+    # A multiprocessing child clears the finalizers it inherited, then calls this.
+    hooks: _Hooks | None = getattr(p, "_hooks", None)
+    util = sys.modules.get("multiprocessing.util")
+    if hooks is None or p.closed or util is None:
+        return
+    try:
+        hooks.mp_finalizer = util.Finalize(
+            p, _close_ref, args=(weakref.ref(p),), exitpriority=_MP_EXIT_PRIORITY
+        )
+    except Exception:
+        pass
+
+
+def _close_ref(ref: weakref.ReferenceType[Profiler]) -> None:
+    p = ref()
+    if p is not None:
+        p._atexit()
