@@ -24,7 +24,9 @@ def best_ns_per_call(cases: dict[str, tuple], rounds: int = 15) -> dict[str, flo
     cases = {name: (c[0], c[1], c[2] if len(c) > 2 else "pass") for name, c in cases.items()}
     numbers = {name: calibrate(stmt, g, setup=setup) for name, (stmt, g, setup) in cases.items()}
     best = {name: float("inf") for name in cases}
-    timers = {name: timeit.Timer(stmt, setup, globals=g) for name, (stmt, g, setup) in cases.items()}
+    timers = {
+        name: timeit.Timer(stmt, setup, globals=g) for name, (stmt, g, setup) in cases.items()
+    }
     gc_was = gc.isenabled()
     gc.disable()
     try:

@@ -3,8 +3,9 @@
     python benchmarks/bench_accounting.py [--json] [--rounds N]
 
 Every row of the spec's overhead table, measured in one process in interleaved rounds, as ns per
-call and as a ratio to the floor: `with obj.phase("x"): pass` where obj.phase is a C function
-returning a C object whose __enter__/__exit__ do nothing (lineprofiler._core.null_phase). count() is compared with an empty C method
+call and as a ratio to the floor: `with obj.phase("x"): pass` where phase is a METH_FASTCALL method
+of a C type returning a C object whose __enter__/__exit__ do nothing (an unbound
+lineprofiler._core.PhaseFront, the base class of Profiler). count() is compared with an empty C method
 call taking two arguments. Peers doing a comparable job are measured where installed.
 """
 
@@ -18,7 +19,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -73,7 +73,7 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
         pass
     g = {
         "_core": _core,
-        "null": SimpleNamespace(phase=_core.null_phase),
+        "null": _core.PhaseFront(),  # unbound: phase() returns the no-op scope
         "noop": _core.bench_noop,
         "off": off,
         "on_nocpu": on_nocpu,
@@ -92,14 +92,23 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
             "_core.set_installed(None)",
         ),
         "phase(), enabled=True, measure_cpu=False": ("with on_nocpu.phase('x'): pass", g),
-        f"phase(), enabled=True, measure_cpu=True (cpu clock: {auto_tier})": ("with on_cpu.phase('x'): pass", g),
+        f"phase(), enabled=True, measure_cpu=True (cpu clock: {auto_tier})": (
+            "with on_cpu.phase('x'): pass",
+            g,
+        ),
         "phase(io=True)": ("with on_cpu.phase('io', io=True): pass", g),
         # sample=1e-9: after the stride's first (measured) entry, every timed entry is skipped.
         "phase(sample=0.01), skipped entry": ("with on_cpu.phase('skip', sample=1e-9): pass", g),
-        "phase(sample=0.01), 1 in 100 measured": ("with on_cpu.phase('sampled', sample=0.01): pass", g),
+        "phase(sample=0.01), 1 in 100 measured": (
+            "with on_cpu.phase('sampled', sample=0.01): pass",
+            g,
+        ),
         "count()": ("on_cpu.count('x', 1)", g),
         **{
-            f"phase(), measure_cpu=True, cpu clock tier {tier}": (f"with tier_{tier}.phase('x'): pass", g)
+            f"phase(), measure_cpu=True, cpu clock tier {tier}": (
+                f"with tier_{tier}.phase('x'): pass",
+                g,
+            )
             for tier in tiers
         },
         "peer: pure-Python phase timer (dict of totals)": ("with py.phase('x'): pass", g),
@@ -115,7 +124,11 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
         inst_g,
         install,
     )
-    cases["profiler.phase() of that installed profiler"] = ("with inst.phase('x'): pass", inst_g, install)
+    cases["profiler.phase() of that installed profiler"] = (
+        "with inst.phase('x'): pass",
+        inst_g,
+        install,
+    )
     try:
         import torch  # noqa: F401
         from torch.profiler import record_function

@@ -19,6 +19,19 @@ class NullScope:
     def __enter__(self) -> NullScope: ...
     def __exit__(self, *exc: object) -> None: ...
 
+class PhaseFront:
+    """Base of accounting.Profiler: phase()/count() on a bound Recorder, or no-ops when unbound."""
+
+    def phase(
+        self, name: str, io: bool = False, sync: bool = False, sample: float | None = None
+    ) -> PhaseScope | NullScope:
+        """A context manager timing one entry into the phase ``name`` (nested under open ones)."""
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Add ``n`` (an int; a float raises TypeError) to a counter on the innermost open phase."""
+
+    def _bind(self, recorder: Recorder | None) -> None: ...
+
 class Recorder:
     def __init__(
         self,
@@ -121,4 +134,5 @@ class LineTracer:
     def scope_key(self) -> str: ...
 
 def line_tracer_active() -> LineTracer | None: ...
+
 # _thread_hook(frame, event, arg): 3.11 only, private (given to threading.settrace)

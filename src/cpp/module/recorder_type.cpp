@@ -727,6 +727,55 @@ PyObject* null_count(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
   return do_count(nullptr, args, nargs, kwnames);
 }
 
+// ---------------------------------------------------------------------------------------------
+// PhaseFront: the base class of accounting.Profiler. Its phase/count are method descriptors of a C
+// type, so `profiler.phase("x")` is a specialised method call with no bound-method object; an
+// unbound front (a disabled profiler, or the benchmarks' floor) returns the no-op scope.
+
+struct FrontObject {
+  PyObject_HEAD
+  RecorderObject* rec;  // strong reference, or nullptr while unbound
+};
+
+PyObject* front_phase(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  RecorderObject* r = reinterpret_cast<FrontObject*>(self)->rec;
+  if (!r) {
+    Py_INCREF(g_null_scope);
+    return g_null_scope;
+  }
+  return make_scope(r, args, nargs, kwnames);
+}
+
+PyObject* front_count(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return do_count(reinterpret_cast<FrontObject*>(self)->rec, args, nargs, kwnames);
+}
+
+PyObject* front_bind(PyObject* self, PyObject* arg) {
+  if (arg != Py_None && !PyObject_TypeCheck(arg, &RecorderType)) {
+    PyErr_SetString(PyExc_TypeError, "_bind() takes a Recorder or None");
+    return nullptr;
+  }
+  RecorderObject* next = arg == Py_None ? nullptr : reinterpret_cast<RecorderObject*>(arg);
+  Py_XINCREF(next);
+  Py_XSETREF(reinterpret_cast<FrontObject*>(self)->rec, next);
+  Py_RETURN_NONE;
+}
+
+void front_dealloc(PyObject* self) {
+  Py_CLEAR(reinterpret_cast<FrontObject*>(self)->rec);
+  Py_TYPE(self)->tp_free(self);
+}
+
+PyMethodDef front_methods[] = {
+    {"phase", LP_FASTCALL_KW(front_phase),
+     "phase(name, io=False, sync=False, sample=None) -> a context manager timing one entry into "
+     "the phase `name`, nested under the phases open on this thread."},
+    {"count", LP_FASTCALL_KW(front_count),
+     "count(name, n=1): add n (an int; a float raises TypeError) to a counter on the innermost "
+     "open phase, or the root when none is open."},
+    {"_bind", front_bind, METH_O, "_bind(recorder or None): the recorder phase()/count() use."},
+    {nullptr, nullptr, 0, nullptr}};
+
 PyObject* installed_phase(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   if (!g_installed) {
     Py_INCREF(g_null_scope);
@@ -813,6 +862,7 @@ namespace {
 PyTypeObject RecorderType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 PyTypeObject ScopeType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 PyTypeObject NullScopeType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+PyTypeObject FrontType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 }  // namespace
 
 int add_recorder_types(PyObject* module) {
@@ -839,8 +889,16 @@ int add_recorder_types(PyObject* module) {
   NullScopeType.tp_doc = "The scope of a disabled profiler: does nothing.";
   NullScopeType.tp_methods = null_scope_methods;
 
+  FrontType.tp_name = "lineprofiler._core.PhaseFront";
+  FrontType.tp_basicsize = sizeof(FrontObject);
+  FrontType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE;
+  FrontType.tp_doc = "Base of accounting.Profiler: phase()/count() on a bound Recorder, or no-ops.";
+  FrontType.tp_new = PyType_GenericNew;
+  FrontType.tp_dealloc = front_dealloc;
+  FrontType.tp_methods = front_methods;
+
   if (PyType_Ready(&RecorderType) < 0 || PyType_Ready(&ScopeType) < 0 ||
-      PyType_Ready(&NullScopeType) < 0) {
+      PyType_Ready(&NullScopeType) < 0 || PyType_Ready(&FrontType) < 0) {
     return -1;
   }
   g_null_scope = PyObject_Init(&g_null_scope_storage, &NullScopeType);
@@ -867,6 +925,7 @@ int add_recorder_types(PyObject* module) {
 
   if (PyModule_AddObjectRef(module, "Recorder", reinterpret_cast<PyObject*>(&RecorderType)) < 0 ||
       PyModule_AddObjectRef(module, "PhaseScope", reinterpret_cast<PyObject*>(&ScopeType)) < 0 ||
+      PyModule_AddObjectRef(module, "PhaseFront", reinterpret_cast<PyObject*>(&FrontType)) < 0 ||
       PyModule_AddObjectRef(module, "NullScope", reinterpret_cast<PyObject*>(&NullScopeType)) <
           0) {
     return -1;

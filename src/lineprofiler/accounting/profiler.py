@@ -55,8 +55,11 @@ def _interval_ns(seconds: float | None, what: str) -> int:
     return int(seconds * 1e9)
 
 
-class Profiler:
+class Profiler(_core.PhaseFront):
     """Phase accounting for one process.
+
+    ``phase(name, io=False, sync=False, sample=None)`` and ``count(name, n=1)`` are methods of
+    the C base class ``_core.PhaseFront`` (the hot path); see its stub for their signatures.
 
     Args:
         run_dir: where the run's files go; resolved to an absolute path now. Defaults to
@@ -130,9 +133,7 @@ class Profiler:
         self.uid8: str = _identity.new_uid8()
         self.start_unix_ns: int = time.time_ns()
 
-        if not self.enabled:
-            self.phase = _core.null_phase
-            self.count = _core.null_count
+        if not self.enabled:  # unbound: phase()/count() are the PhaseFront's no-ops
             self.worker_path: Path | None = None
             return
 
@@ -151,8 +152,7 @@ class Profiler:
             strict_names=self.strict_names,
             **self._sampler_options(),
         )
-        self.phase = self._rec.phase
-        self.count = self._rec.count
+        self._bind(self._rec)  # phase()/count() are PhaseFront's C methods from here on
         torch_support.install_sync_resolver()
         if self.annotate or self.backend is not None:
             self._setup_wrapped_phase()
@@ -161,18 +161,6 @@ class Profiler:
         _lifecycle.attach(self)  # threads; environment, atexit, signals, fork, multiprocessing
         if install:
             self._install()
-
-    # -- the hot path: bound in __init__ to C functions; these definitions document the API --
-
-    def phase(
-        self, name: str, io: bool = False, sync: bool = False, sample: float | None = None
-    ) -> Any:  # noqa: E501
-        """A context manager timing one entry into the phase ``name`` (nested under open ones)."""
-        raise NotImplementedError  # replaced per instance by the C implementation
-
-    def count(self, name: str, n: int = 1) -> None:
-        """Add ``n`` (an int; a float raises TypeError) to a counter on the innermost open phase."""
-        raise NotImplementedError  # replaced per instance by the C implementation
 
     # -- lifecycle --
 
