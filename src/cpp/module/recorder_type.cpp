@@ -743,6 +743,9 @@ PyObject* front_phase(PyObject* self, PyObject* const* args, Py_ssize_t nargs, P
     Py_INCREF(g_null_scope);
     return g_null_scope;
   }
+  if (r->phase_wrapper && !r->closed) {  // annotate=/backend=: the Python-level phase()
+    return PyObject_Vectorcall(r->phase_wrapper, args, size_t(nargs), kwnames);
+  }
   return make_scope(r, args, nargs, kwnames);
 }
 

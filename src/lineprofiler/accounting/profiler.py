@@ -349,7 +349,6 @@ class Profiler(_core.PhaseFront):
             )
         if self.annotate or self.backend is Backend.TORCH:
             self._annotator = torch_support.Annotator(nvtx=self.annotate)
-        self.phase = self._wrapped_phase
         self._rec.set_phase_wrapper(self._wrapped_phase)
 
     def _wrapped_phase(
