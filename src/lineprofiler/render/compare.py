@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lineprofiler.accounting.model import MergedRun, Path_
+from lineprofiler.render.json import _frac, _ns
+from lineprofiler.render.text import RULE
 from lineprofiler.render.units import (
     NA,
     fmt_duration,
@@ -23,7 +25,6 @@ from lineprofiler.render.units import (
 from lineprofiler.render.view import PhaseRow, RoleView, role_view
 
 DEFAULT_COMPARE_TOP = 20
-RULE = "─" * 62
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -231,25 +232,17 @@ def _side_doc(row: PhaseRow | None) -> dict[str, Any] | None:
     if row is None:
         return None
     s = row.stats
-
-    def ns(v: float | None) -> int | None:
-        return None if v is None else int(round(v))
-
     return {
         "processes": s.processes,
         "calls": s.calls,
         "time_ns": s.time_ns,
         "self_ns": s.self_ns,
-        "share": None if row.share is None else round(row.share, 6),
-        "wait_fraction": None if s.wait_fraction is None else round(s.wait_fraction, 6),
-        "p50_ns": ns(row.q(0.5)),
-        "p99_ns": ns(row.q(0.99)),
+        "share": _frac(row.share),
+        "wait_fraction": _frac(s.wait_fraction),
+        "p50_ns": _ns(row.q(0.5)),
+        "p99_ns": _ns(row.q(0.99)),
         "estimated": s.estimated,
     }
-
-
-def _r(v: float | None) -> float | None:
-    return None if v is None else round(v, 6)
 
 
 def compare_document(c: Comparison) -> dict[str, Any]:
@@ -280,16 +273,16 @@ def compare_document(c: Comparison) -> dict[str, Any]:
                         "in": d.side,
                         "a": _side_doc(d.a),
                         "b": _side_doc(d.b),
-                        "time_per_process_ratio": _r(d.change),
-                        "p50_ratio": _r(d.q_ratio(0.5)),
-                        "p99_ratio": _r(d.q_ratio(0.99)),
+                        "time_per_process_ratio": _frac(d.change),
+                        "p50_ratio": _frac(d.q_ratio(0.5)),
+                        "p99_ratio": _frac(d.q_ratio(0.99)),
                         "counters": [
                             {
                                 "name": cd.name,
                                 "in": cd.side,
-                                "rate_per_s_a": _r(cd.rate_a),
-                                "rate_per_s_b": _r(cd.rate_b),
-                                "rate_ratio": _r(cd.ratio),
+                                "rate_per_s_a": _frac(cd.rate_a),
+                                "rate_per_s_b": _frac(cd.rate_b),
+                                "rate_ratio": _frac(cd.ratio),
                             }
                             for cd in d.counters
                         ],
