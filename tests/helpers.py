@@ -10,6 +10,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import lineprofiler
+
+# The folder this lineprofiler is imported from: the child of run_python imports the same one.
+_LINEPROFILER_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(lineprofiler.__file__)))
+
 
 def run_python(
     code: str,
@@ -30,10 +35,11 @@ def run_python(
     script.write_text(textwrap.dedent(code))
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
     full_env.update(PYTHONFAULTHANDLER="1", PYTHONUNBUFFERED="1")
-    if full_env.get("PYTHONPATH"):  # a relative entry would break under the child's cwd
-        full_env["PYTHONPATH"] = os.pathsep.join(
-            os.path.abspath(p) for p in full_env["PYTHONPATH"].split(os.pathsep) if p
-        )
+    # The child imports this lineprofiler (even uninstalled) first; a relative entry would break
+    # under the child's cwd.
+    entries = [_LINEPROFILER_ROOT]
+    entries += [os.path.abspath(p) for p in full_env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    full_env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(entries))
     if env:
         full_env.update(env)
     prelude = [

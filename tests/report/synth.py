@@ -179,16 +179,6 @@ def write_worker(run_dir: Path, doc: dict[str, Any] | str | bytes, name: str | N
     return path
 
 
-def child_env() -> dict[str, str]:
-    """Environment for a child interpreter that must import this lineprofiler (even uninstalled)."""
-    import os
-
-    import lineprofiler
-
-    src = os.path.dirname(os.path.dirname(os.path.abspath(lineprofiler.__file__)))
-    return {"PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
-
-
 MS = 1_000_000
 S = 1_000_000_000
 

@@ -19,7 +19,6 @@ from tests.report.synth import (
     RUN_ID,
     T0,
     Ph,
-    child_env,
     golden_run,
     worker_doc,
     write_worker,
@@ -30,9 +29,7 @@ CLI = "from lineprofiler.cli import main; raise SystemExit(main())"
 
 
 def cli(tmp_path: Path, *args: str):
-    proc = run_python(
-        CLI, cwd=tmp_path, args=[str(a) for a in args], env=child_env(), check=False, timeout=60
-    )
+    proc = run_python(CLI, cwd=tmp_path, args=[str(a) for a in args], check=False, timeout=60)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 

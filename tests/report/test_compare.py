@@ -7,7 +7,7 @@ import json
 from lineprofiler.accounting import merge_run
 from lineprofiler.render.compare import compare_runs, render_compare_text
 from tests.helpers import run_python
-from tests.report.synth import MS, Ph, child_env, worker_doc, write_worker
+from tests.report.synth import MS, Ph, worker_doc, write_worker
 
 CLI = "from lineprofiler.cli import main; raise SystemExit(main())"
 
@@ -24,9 +24,7 @@ def _run(d, n_actors, mcts_ms, sims, extra=()):
 
 
 def cli(tmp_path, *args):
-    proc = run_python(
-        CLI, cwd=tmp_path, args=[str(a) for a in args], env=child_env(), check=False, timeout=60
-    )
+    proc = run_python(CLI, cwd=tmp_path, args=[str(a) for a in args], check=False, timeout=60)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 

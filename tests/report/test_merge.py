@@ -12,7 +12,6 @@ from tests.report.synth import (
     RUN_ID,
     T0,
     Ph,
-    child_env,
     golden_run,
     worker_doc,
     write_worker,
@@ -189,9 +188,8 @@ def test_real_processes_are_merged(tmp_path):
                 time.sleep(0.001)
         p.close()
     """
-    env = child_env()
-    run_python(code, cwd=tmp_path, args=["actor", "5"], env=env)
-    run_python(code, cwd=tmp_path, args=["learner", "7"], env=env)
+    run_python(code, cwd=tmp_path, args=["actor", "5"])
+    run_python(code, cwd=tmp_path, args=["learner", "7"])
     run = merge_run(tmp_path / "run", with_samples=False)
     # Each process made its own run id (no env inherited): two attempts, the newest merged.
     assert run.processes == 1 and len(run.superseded) == 1

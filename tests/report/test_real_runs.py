@@ -8,7 +8,6 @@ import pytest
 
 from lineprofiler.accounting import merge_run
 from tests.helpers import run_python
-from tests.report.synth import child_env
 
 CLI = "from lineprofiler.cli import main; raise SystemExit(main())"
 
@@ -45,7 +44,7 @@ def test_thread_names_split_a_spinning_and_a_blocked_thread(tmp_path):
         p.close()
         json.dump({k: 1 - c / w for k, (w, c) in truth.items()}, open("truth.json", "w"))
     """
-    run_python(code, cwd=tmp_path, env=child_env())
+    run_python(code, cwd=tmp_path)
     truth = json.loads((tmp_path / "truth.json").read_text())
     run = merge_run(tmp_path / "run")
     tree = run.roles["learner"].tree
@@ -55,7 +54,7 @@ def test_thread_names_split_a_spinning_and_a_blocked_thread(tmp_path):
     assert abs(drain.wait_fraction - truth["drain_queue"]) < 0.1
     assert abs(train.wait_fraction - truth["train_step"]) < 0.1
     assert tree[("collector",)].thread_node and tree[("collector",)].wall_ns == drain.wall_ns
-    proc = run_python(CLI, cwd=tmp_path, args=["report", "run"], env=child_env())
+    proc = run_python(CLI, cwd=tmp_path, args=["report", "run"])
     assert "learner/train_step" in proc.stdout and "collector/drain_queue" in proc.stdout
 
 
@@ -73,7 +72,7 @@ def test_straggler_rank_is_named(tmp_path):
                 time.sleep(0.006 if rank == 2 else 0.002)
         p.close()
     """
-    env = {**child_env(), "LINEPROFILER_RUN_ID": "20261202T1600-abcdef"}
+    env = {"LINEPROFILER_RUN_ID": "20261202T1600-abcdef"}
     for rank in range(4):
         run_python(
             code,
@@ -84,11 +83,11 @@ def test_straggler_rank_is_named(tmp_path):
     run = merge_run(tmp_path / "run")
     assert run.superseded == [] and run.processes == 4
     assert sorted(w.rank for w in run.workers) == [0, 1, 2, 3]
-    proc = run_python(CLI, cwd=tmp_path, args=["report", "run", "--json"], env=child_env())
+    proc = run_python(CLI, cwd=tmp_path, args=["report", "run", "--json"])
     doc = json.loads(proc.stdout)
     straggler = doc["roles"][0]["stragglers"][0]
     assert straggler["name"] == "step"
     assert straggler["slowest"]["rank"] == 2
     assert straggler["ratio"] > 2.0
-    text = run_python(CLI, cwd=tmp_path, args=["report", "run"], env=child_env()).stdout
+    text = run_python(CLI, cwd=tmp_path, args=["report", "run"]).stdout
     assert "rank 2 (" in text
