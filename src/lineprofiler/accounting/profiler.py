@@ -1,7 +1,8 @@
 """The Profiler: one per process, tagged with a role, writing one worker file.
 
-The hot path (``phase()``/``count()``) is C++ (``lineprofiler._core.Recorder``); this class owns
-configuration, the environment that lets child processes join the run, and the lifecycle.
+The hot path (``phase()``/``count()``) is the C base class ``lineprofiler._core.PhaseFront``, bound
+to a ``_core.Recorder`` when enabled; this class owns configuration, the environment that lets
+child processes join the run, and the lifecycle.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class Profiler(_core.PhaseFront):
         snapshot_interval_s: rewrite the worker file this often from a C++ thread; None: only
             at start and close() (no thread).
         sample_interval_s: resource sampler period; None: no sampler thread.
+        thread_names: nest each thread's phases under its thread name.
         install: also serve the module-level ``accounting.phase()``/``count()``.
         strict_names: raise ``PhaseNameError`` on the second phase name sharing a shape
             (``episode_1``, ``episode_2``) instead of warning at 128 of them.
@@ -186,35 +188,31 @@ class Profiler(_core.PhaseFront):
         self._closed = True
         if self._rec is None:
             return
-        _lifecycle.stop_threads(self)  # not concurrently with a fork in another thread
-        if self.backend_state is not None:
-            self.backend_state.close()
-        if self.annotate or self.backend is not None:
-            self._rec.set_phase_wrapper(None)  # it refers to self: break the cycle
-        self._flush(final=True)
-        self._rec.mark_closed()
-        if self._installed:
-            self._uninstall()
-        _lifecycle.detach(self)
+        self._shut_down(write_final=True)
 
     def _retire(self) -> None:
         """Close without a trace: a forked child's inherited profiler, replaced before it recorded
         anything. Its file (written at the fork) is removed."""
         self._closed = True
-        _lifecycle.stop_threads(self)
-        if self.backend_state is not None:
-            self.backend_state.close()
-        if self.annotate or self.backend is not None:
-            self._rec.set_phase_wrapper(None)
-        self._rec.mark_closed()
-        if self._installed:
-            self._uninstall()
-        _lifecycle.detach(self)
+        self._shut_down(write_final=False)
         try:
             assert self.worker_path is not None
             self.worker_path.unlink()
         except OSError:
             pass
+
+    def _shut_down(self, write_final: bool) -> None:
+        _lifecycle.stop_threads(self)  # not concurrently with a fork in another thread
+        if self.backend_state is not None:
+            self.backend_state.close()
+        if self.annotate or self.backend is not None:
+            self._rec.set_phase_wrapper(None)  # it refers to self: break the cycle
+        if write_final:
+            self._flush(final=True)
+        self._rec.mark_closed()
+        if self._installed:
+            self._uninstall()
+        _lifecycle.detach(self)
 
     @property
     def closed(self) -> bool:
@@ -265,7 +263,8 @@ class Profiler(_core.PhaseFront):
         return self._rec.current() if self._rec is not None else ""
 
     def flush_stats(self) -> dict[str, Any]:
-        """Worker-file writes so far: ``writes``, ``errors``, ``last_error``."""
+        """Worker-file writes so far: ``writes``, ``errors``, ``last_error``, ``own_write_bytes``,
+        and ``callback_errors`` (``on_snapshot`` callbacks that raised)."""
         if self._rec is None:
             return {
                 "writes": 0,
@@ -341,7 +340,8 @@ class Profiler(_core.PhaseFront):
         )
 
     def _setup_wrapped_phase(self) -> None:
-        """annotate=/backend= take a Python-level phase(); the plain path stays the C one."""
+        """annotate=/backend=: PhaseFront.phase() calls :meth:`_wrapped_phase` instead of the
+        recorder's; without them the path stays all C."""
         if self.backend is not None:
             assert self.backend_window is not None
             self.backend_state = BackendWindow(
