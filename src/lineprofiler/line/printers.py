@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterable
 from typing import TextIO
 
-from lineprofiler.line.stats import FunctionStats, LineStats
+from lineprofiler.line.stats import FunctionKey, FunctionStats, LineStats
 
 SORT_KEYS = ("time", "hits", "line")
 
@@ -36,7 +36,7 @@ def _order_lines(lines: Iterable[LineStats], sort_by: str) -> list[LineStats]:
 
 
 def print_function_stats(
-    stats: dict,
+    stats: dict[FunctionKey, FunctionStats],
     *,
     min_time_us: float = 0.0,
     top_n_lines: int | None = None,
@@ -87,7 +87,7 @@ def print_function_stats(
 
 
 def print_top_lines(
-    stats: dict,
+    stats: dict[FunctionKey, FunctionStats],
     *,
     top_n: int = 20,
     min_time_us: float = 0.0,

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import linecache
 from dataclasses import dataclass, field
-from typing import Any
+from types import CodeType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lineprofiler.line._calibrate import Overhead
 
 FunctionKey = tuple[str, int, str]  # (filename, first line, qualified name)
+# The tracer's results: per code object, rows of
+# (line, hits, raw ns, line events, traced calls, untraced calls).
+TracerResults = list[tuple[CodeType, list[tuple[int, int, int, int, int, int]]]]
 
 
 @dataclass
@@ -74,7 +81,9 @@ class FunctionStats:
         }
 
 
-def build_stats(results: list, overhead: Any) -> dict[FunctionKey, FunctionStats]:
+def build_stats(
+    results: TracerResults, overhead: Overhead | None
+) -> dict[FunctionKey, FunctionStats]:
     """Merges the tracer's raw results into FunctionStats keyed by (file, first line, name)."""
     out: dict[FunctionKey, FunctionStats] = {}
     for code, rows in results:
