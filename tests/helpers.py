@@ -1,4 +1,4 @@
-"""The one subprocess helper for tests, and small readers of worker files."""
+"""The one subprocess helper for tests (and its environment), and small readers of worker files."""
 
 from __future__ import annotations
 
@@ -12,8 +12,23 @@ from typing import Any
 
 import lineprofiler
 
-# The folder this lineprofiler is imported from: the child of run_python imports the same one.
+# The folder this lineprofiler is imported from: a test's child process imports the same one.
 _LINEPROFILER_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(lineprofiler.__file__)))
+
+
+def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a test's child interpreter: this one's without LINEPROFILER_*, with
+    faulthandler on, unbuffered, and this lineprofiler (even uninstalled) first on PYTHONPATH;
+    then ``env`` on top."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
+    full_env.update(PYTHONFAULTHANDLER="1", PYTHONUNBUFFERED="1")
+    # A relative PYTHONPATH entry would break under the child's cwd.
+    entries = [_LINEPROFILER_ROOT]
+    entries += [os.path.abspath(p) for p in full_env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    full_env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(entries))
+    if env:
+        full_env.update(env)
+    return full_env
 
 
 def run_python(
@@ -33,15 +48,7 @@ def run_python(
     """
     script = cwd / f"_child_{abs(hash(code)) % 10**8}.py"
     script.write_text(textwrap.dedent(code))
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
-    full_env.update(PYTHONFAULTHANDLER="1", PYTHONUNBUFFERED="1")
-    # The child imports this lineprofiler (even uninstalled) first; a relative entry would break
-    # under the child's cwd.
-    entries = [_LINEPROFILER_ROOT]
-    entries += [os.path.abspath(p) for p in full_env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    full_env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(entries))
-    if env:
-        full_env.update(env)
+    full_env = child_env(env)
     prelude = [
         "-X",
         "faulthandler",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from lineprofiler.accounting import merge_run
+from tests.helpers import child_env
 from tests.integration.slurm_cluster import SlurmCluster, SlurmUnavailable
 
 pytestmark = [pytest.mark.slow, pytest.mark.launcher]
@@ -38,13 +38,6 @@ if len(sys.argv) > 3:        # wait to be preempted
         time.sleep(120)
 p.close()
 """
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # this checkout's lineprofiler
-    env["PYTHONFAULTHANDLER"] = "1"
-    return env
 
 
 def _script(tmp_path):
@@ -81,7 +74,7 @@ def test_torch_distributed_run_with_four_cpu_processes(tmp_path):
     cmd += [str(_script(tmp_path)), str(run_dir), "trainer"]
     for _ in range(2):  # a rerun into the same directory is a second attempt
         proc = subprocess.run(
-            cmd, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=180
+            cmd, cwd=tmp_path, env=child_env(), capture_output=True, text=True, timeout=180
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
     run = merge_run(run_dir, with_samples=False)
@@ -99,7 +92,7 @@ def test_mpirun_with_four_ranks(tmp_path):
     run_dir = tmp_path / "run"
     cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-n", "4", sys.executable]
     cmd += [str(_script(tmp_path)), str(run_dir), "rank"]
-    env = _env()
+    env = child_env()
     env.setdefault("OMPI_MCA_plm_rsh_agent", "false")  # single node: never try ssh
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -125,7 +118,7 @@ def test_srun_ranks_flush_on_usr1_preemption(tmp_path, slurm):
     run_dir = tmp_path / "run"
     cmd = ["srun", "-n", "4", "--overcommit", "--kill-on-bad-exit=0", sys.executable]
     cmd += [str(_script(tmp_path)), str(run_dir), "actor", "wait"]
-    env = {**_env(), "SLURM_CONF": slurm.env["SLURM_CONF"]}
+    env = child_env({"SLURM_CONF": slurm.env["SLURM_CONF"]})
     srun = subprocess.Popen(
         cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -156,15 +149,21 @@ def test_srun_ranks_flush_on_usr1_preemption(tmp_path, slurm):
     assert {meta(run, w)["exit_signal"] for w in run.workers} == {"SIGUSR1"}
 
 
-def test_sbatch_batch_step_flushes_on_usr1_to_the_batch_shell(tmp_path, slurm):
-    """What ``sbatch --signal=B:USR1@120`` does before a preemption: signal the batch step."""
+def _batch_job(tmp_path: Path, slurm: SlurmCluster) -> tuple[Path, Path, Path, dict[str, str]]:
+    """A batch script whose one rank records into ``run/`` and waits in a phase to be signalled:
+    (run dir, the job's output file, the script, the environment for Slurm's commands)."""
     run_dir = tmp_path / "run"
-    out = tmp_path / "job.out"
     script = tmp_path / "job.sh"
     script.write_text(
         f"#!/bin/sh\nexec {sys.executable} {_script(tmp_path)} {run_dir} batch wait\n"
     )
-    env = {**_env(), "SLURM_CONF": slurm.env["SLURM_CONF"]}
+    env = child_env({"SLURM_CONF": slurm.env["SLURM_CONF"]})
+    return run_dir, tmp_path / "job.out", script, env
+
+
+def test_sbatch_batch_step_flushes_on_usr1_to_the_batch_shell(tmp_path, slurm):
+    """What ``sbatch --signal=B:USR1@120`` does before a preemption: signal the batch step."""
+    run_dir, out, script, env = _batch_job(tmp_path, slurm)
     sub = subprocess.run(
         ["sbatch", "--parsable", f"--output={out}", "-n", "1", str(script)],
         cwd=tmp_path,
@@ -203,13 +202,7 @@ def _wait_for(predicate, timeout_s: float, what: str) -> None:
 def test_a_requeued_slurm_job_is_a_new_attempt_not_a_sum(tmp_path, slurm):
     """``scontrol requeue`` (what a preemption with requeue does) reruns the batch script in the
     same job: the report must show the second run and name the first, not add them up."""
-    run_dir = tmp_path / "run"
-    out = tmp_path / "job.out"
-    script = tmp_path / "job.sh"
-    script.write_text(
-        f"#!/bin/sh\nexec {sys.executable} {_script(tmp_path)} {run_dir} batch wait\n"
-    )
-    env = {**_env(), "SLURM_CONF": slurm.env["SLURM_CONF"]}
+    run_dir, out, script, env = _batch_job(tmp_path, slurm)
 
     def text() -> str:
         return out.read_text() if out.exists() else ""
