@@ -91,25 +91,22 @@ def test_a_callback_can_close_over_deltas_and_the_profiler_closes_cleanly(tmp_pa
     assert 0 < total <= 20
 
 
-def test_deltas_have_their_own_cursor_and_leave_out_idle_phases(tmp_path):
-    p = Profiler(run_dir=tmp_path, enabled=True, snapshot_interval_s=None, sample_interval_s=None)
-    try:
-        for _ in range(3):
-            with p.phase("a"):
-                pass
-        first = p.deltas()
-        assert set(first) == {("a",)} and first[("a",)].calls == 3
-        with p.phase("b"):
-            p.count("items", 7)
-        p.count("root_items", 2)
-        second = p.deltas()
-        assert set(second) == {("b",), ()}  # "a" did nothing: absent, not zero
-        assert second[("b",)].counters == {"items": 7}
-        assert p.deltas() == {}
-        p.count("items_only", 1)
-        assert set(p.deltas()) == {()}
-    finally:
-        p.close()
+def test_deltas_have_their_own_cursor_and_leave_out_idle_phases(profiler):
+    p = profiler
+    for _ in range(3):
+        with p.phase("a"):
+            pass
+    first = p.deltas()
+    assert set(first) == {("a",)} and first[("a",)].calls == 3
+    with p.phase("b"):
+        p.count("items", 7)
+    p.count("root_items", 2)
+    second = p.deltas()
+    assert set(second) == {("b",), ()}  # "a" did nothing: absent, not zero
+    assert second[("b",)].counters == {"items": 7}
+    assert p.deltas() == {}
+    p.count("items_only", 1)
+    assert set(p.deltas()) == {()}
 
 
 @pytest.mark.parametrize("measure_cpu", [True, False])

@@ -22,15 +22,6 @@ def _records(profiler: Profiler) -> dict[tuple[str, ...], dict]:
     return {tuple(p["path"]): p for t in doc["threads"] for p in t["phases"]}
 
 
-@pytest.fixture
-def profiler(tmp_path):
-    p = Profiler(run_dir=tmp_path, enabled=True, snapshot_interval_s=None, sample_interval_s=None)
-    try:
-        yield p
-    finally:
-        p.close()
-
-
 def test_sampled_total_matches_the_measured_entries_and_the_true_total(profiler):
     entries, stride = 400, 10
     inner, outer = [], []  # each entry timed inside and around its with block

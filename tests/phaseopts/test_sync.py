@@ -9,16 +9,15 @@ import types
 import pytest
 
 from lineprofiler import _core
-from lineprofiler.accounting import Profiler, torch_support
+from lineprofiler.accounting import torch_support
 
 
 @pytest.fixture
-def profiler(tmp_path):
-    p = Profiler(run_dir=tmp_path, enabled=True, snapshot_interval_s=None, sample_interval_s=None)
+def profiler(profiler):
+    """conftest's profiler; then the default sync resolver again (these tests replace it)."""
     try:
-        yield p
+        yield profiler
     finally:
-        p.close()
         _core.set_sync_resolver(torch_support.cuda_sync_resolver)
 
 
