@@ -90,6 +90,14 @@ def recorder(tmp_path, gpu: bool = False):
     )
 
 
+def gpu_status(tmp_path) -> dict:
+    """The sampler's status after two samples of a recorder that samples the GPU."""
+    rec = recorder(tmp_path, gpu=True)
+    rec.sample_now()
+    rec.sample_now()
+    return json.loads(rec.sampler_status())
+
+
 def rows(tmp_path):
     t = read_samples(tmp_path / "w.samples")
     tags = read_tags(tmp_path / "w.tags")
@@ -180,10 +188,7 @@ def test_unreadable_process_counters_from_the_start(tmp_path):
 
 def test_no_nvml_means_no_gpu_columns_and_no_error_raised(tmp_path, scripted, monkeypatch):
     monkeypatch.setenv("LINEPROFILER_NVML_LIBRARY", str(tmp_path / "no-such-libnvidia-ml.so"))
-    rec = recorder(tmp_path, gpu=True)
-    rec.sample_now()
-    rec.sample_now()
-    status = json.loads(rec.sampler_status())
+    status = gpu_status(tmp_path)
     assert status["gpu_devices"] == 0 and "cannot load NVML" in status["gpu_error"]
     t, _ = rows(tmp_path)
     assert t.n_gpu == 0 and len(t.cols) == BASE_WORDS
@@ -246,10 +251,7 @@ def test_nvml_init_failure_is_no_gpu(tmp_path, scripted, fake_nvml, monkeypatch)
     state.write_text("init fail\ndevice 50\n")
     monkeypatch.setenv("LINEPROFILER_NVML_LIBRARY", str(fake_nvml))
     monkeypatch.setenv("FAKE_NVML_STATE", str(state))
-    rec = recorder(tmp_path, gpu=True)
-    rec.sample_now()
-    rec.sample_now()
-    status = json.loads(rec.sampler_status())
+    status = gpu_status(tmp_path)
     assert status["gpu_devices"] == 0 and "nvmlInit failed" in status["gpu_error"]
 
 
@@ -353,10 +355,7 @@ def test_an_nvml_library_lacking_functions_is_no_gpu(tmp_path, scripted, monkeyp
     lib = tmp_path / "libpartial.so"
     subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
     monkeypatch.setenv("LINEPROFILER_NVML_LIBRARY", str(lib))
-    rec = recorder(tmp_path, gpu=True)
-    rec.sample_now()
-    rec.sample_now()
-    status = json.loads(rec.sampler_status())
+    status = gpu_status(tmp_path)
     assert status["gpu_devices"] == 0 and "lacks the functions" in status["gpu_error"]
 
 
