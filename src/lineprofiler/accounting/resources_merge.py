@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import sys
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import and_, eq, gt, le, mul, ne
@@ -217,12 +217,8 @@ def _resources(run: MergedRun) -> RunResources:
     return got
 
 
-def _where(col: array, mask: Iterable[Any]) -> Iterator[int]:
-    return compress(col, mask)
-
-
 def _flag_mask(flags: array, bit: int) -> Iterable[Any]:
-    """A truthy-per-row mask of ``flags & bit`` (all-true shortcut when every row has it)."""
+    """A truthy-per-row mask of ``flags & bit``."""
     return map(and_, flags, repeat(bit))
 
 
@@ -291,7 +287,8 @@ def reduce_table(
         k = s // 1_000_000_000
         wps[k] = wps.get(k, 0) + b
 
-    # A column counts only where its flag says it was measured (-1 or 0 otherwise: never a peak).
+    # A column counts only where its flag says it was measured (-1 or 0 otherwise: never a peak);
+    # no mask when every row has the flag.
     def peak(col: array, bit: int) -> int:
         if all_have.get(bit):
             return max(col, default=-1)
