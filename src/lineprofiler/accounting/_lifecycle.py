@@ -36,6 +36,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from lineprofiler.accounting import _identity
+from lineprofiler.accounting.export import DeltaCursor
 
 if TYPE_CHECKING:
     from lineprofiler.accounting.profiler import Profiler
@@ -116,7 +117,7 @@ def attach(p: Profiler) -> None:
 
 def detach(p: Profiler) -> None:
     """Undoes what attach() did for ``p`` (called by close(); idempotent, never raises)."""
-    hooks: _Hooks | None = getattr(p, "_hooks", None)
+    hooks: _Hooks | None = p._hooks
     if hooks is None:
         return
     p._hooks = None
@@ -317,7 +318,7 @@ def _after_fork_in_child() -> None:
                 p._rec.mark_closed()
             else:
                 _become_new_worker(p)
-                hooks = getattr(p, "_hooks", None)
+                hooks = p._hooks
                 if hooks is not None and hooks.mp_finalizer is None:
                     _register_multiprocessing(p, hooks)  # a multiprocessing worker, perhaps
         except Exception:
@@ -342,9 +343,7 @@ def _become_new_worker(p: Profiler) -> None:
     p.start_unix_ns = time.time_ns()
     p.worker_path = _identity.worker_path(p.run_dir, p.host, p.run_id, p.pid, p.uid8)
     p._rec.reset_after_fork(str(p.worker_path), p._meta_json())
-    cursor = getattr(p, "_delta_cursor", None)
-    if cursor is not None:  # its lock may be held by a parent thread: start fresh
-        p._delta_cursor = type(cursor)()
+    p._delta_cursor = DeltaCursor()  # its lock may be held by a parent thread: start fresh
     p._fork_inherited = True
     p._flush(final=False)  # visible from its first moment, like any worker
     p._rec.start_thread()
@@ -359,7 +358,7 @@ def retire_pristine_fork_inherited() -> bool:
     """
     was_installed = False
     for p in live_profilers():
-        if not getattr(p, "_fork_inherited", False):
+        if not p._fork_inherited:
             continue
         try:
             if json.loads(p._rec.snapshot_json()).get("threads"):
@@ -382,9 +381,7 @@ def _register_multiprocessing(p: Profiler, hooks: _Hooks) -> None:
     if util is None:
         return
     try:
-        hooks.mp_finalizer = util.Finalize(
-            p, _close_ref, args=(weakref.ref(p),), exitpriority=_MP_EXIT_PRIORITY
-        )
+        hooks.mp_finalizer = _mp_finalizer(util, p)
         util.register_after_fork(p, _multiprocessing_after_fork)
     except Exception:
         pass
@@ -392,16 +389,19 @@ def _register_multiprocessing(p: Profiler, hooks: _Hooks) -> None:
 
 def _multiprocessing_after_fork(p: Profiler) -> None:
     # A multiprocessing child clears the finalizers it inherited, then calls this.
-    hooks: _Hooks | None = getattr(p, "_hooks", None)
+    hooks: _Hooks | None = p._hooks
     util = sys.modules.get("multiprocessing.util")
     if hooks is None or p.closed or util is None:
         return
     try:
-        hooks.mp_finalizer = util.Finalize(
-            p, _close_ref, args=(weakref.ref(p),), exitpriority=_MP_EXIT_PRIORITY
-        )
+        hooks.mp_finalizer = _mp_finalizer(util, p)
     except Exception:
         pass
+
+
+def _mp_finalizer(util: Any, p: Profiler) -> Any:
+    """Closes ``p`` in multiprocessing's exit handler, after its pools and queues."""
+    return util.Finalize(p, _close_ref, args=(weakref.ref(p),), exitpriority=_MP_EXIT_PRIORITY)
 
 
 def _close_ref(ref: weakref.ReferenceType[Profiler]) -> None:
