@@ -119,7 +119,6 @@ class Profiler(_core.PhaseFront):
         self._annotator: torch_support.Annotator | None = None
         self._snapshot_callbacks = SnapshotCallbacks()
         self._delta_cursor = DeltaCursor()
-        self._hook_set = False
         self._snapshot_interval_ns = _interval_ns(snapshot_interval_s, "snapshot_interval_s")
         _interval_ns(sample_interval_s, "sample_interval_s")
         self._closed = False
@@ -243,10 +242,10 @@ class Profiler(_core.PhaseFront):
         """
         if self._rec is None or self._closed:
             return callback
-        self._snapshot_callbacks.callbacks.append(callback)
-        if not self._hook_set:
+        callbacks = self._snapshot_callbacks.callbacks
+        callbacks.append(callback)
+        if len(callbacks) == 1:  # the first: the snapshot thread calls the dispatcher from now on
             self._rec.set_periodic_hook(self._snapshot_callbacks.dispatcher(self.merged_tree))
-            self._hook_set = True
         return callback
 
     def deltas(self) -> dict[tuple[str, ...], PhaseStats]:
