@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -112,13 +111,13 @@ def make_runs(base: Path) -> dict[str, Path]:
 
 
 def child(run_dir: Path, mode: str) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
+    from tests.helpers import child_env  # this lineprofiler first on the child's path
+
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, str(run_dir), mode],
         capture_output=True,
         text=True,
-        env=env,
+        env=child_env(),
         check=True,
     )
     return json.loads(proc.stdout)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.helpers import child_env  # noqa: E402
 from tests.report.synth import T0, Ph, worker_doc, write_worker  # noqa: E402
 from tests.resources.synth_samples import S, attach_samples  # noqa: E402
 
@@ -124,12 +124,11 @@ def main() -> int:
         t0 = time.perf_counter()
         size = make_run(run_dir, args.workers, args.hours)
         gen_s = time.perf_counter() - t0
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
         out = subprocess.run(
             [sys.executable, "-c", CHILD, str(run_dir)],
             capture_output=True,
             text=True,
-            env=env,
+            env=child_env(),
             check=True,
         )
         res = json.loads(out.stdout)
