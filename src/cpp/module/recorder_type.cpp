@@ -16,6 +16,7 @@
 #include "lp_core/names.h"
 #include "lp_core/worker.h"
 #include "module/cuda_probe.h"
+#include "module/py_util.h"
 
 namespace lp_module {
 namespace {
@@ -546,25 +547,11 @@ PyObject* recorder_sampler_status(PyObject* self, PyObject*) {
                                                    "replace");
 }
 
-bool interpreter_finalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing();
-#else
-  return _Py_IsFinalizing();
-#endif
-}
-
-// Runs on the snapshot thread after a periodic write: takes the GIL only for the call.
+// Runs on the snapshot thread after a periodic write: takes the GIL only for the call, and not
+// at all while finalising (atexit stops the thread first; that check is a backstop). An error is
+// cleared: the Python dispatcher counts its callbacks' errors itself.
 void run_periodic_hook(PyObject* hook) {
-  if (interpreter_finalizing()) return;  // atexit stops the thread first; this is a backstop
-  PyGILState_STATE gil = PyGILState_Ensure();
-  PyObject* res = PyObject_CallNoArgs(hook);
-  if (res) {
-    Py_DECREF(res);
-  } else {
-    PyErr_Clear();  // the Python dispatcher counts its callbacks' errors itself
-  }
-  PyGILState_Release(gil);
+  call_with_gil([hook] { Py_XDECREF(PyObject_CallNoArgs(hook)); });
 }
 
 PyObject* recorder_set_periodic_hook(PyObject* self, PyObject* hook) {
