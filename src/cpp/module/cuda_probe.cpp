@@ -64,14 +64,7 @@ bool cuda_probe(int64_t* allocated, int64_t* reserved) {
 }
 
 int add_cuda_probe_functions(PyObject* module) {
-  for (PyMethodDef* def = functions; def->ml_name; ++def) {
-    PyObject* f = PyCFunction_NewEx(def, nullptr, nullptr);
-    if (!f || PyModule_AddObject(module, def->ml_name, f) < 0) {
-      Py_XDECREF(f);
-      return -1;
-    }
-  }
-  return 0;
+  return PyModule_AddFunctions(module, functions);
 }
 
 }  // namespace lp_module

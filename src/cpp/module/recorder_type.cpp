@@ -920,14 +920,7 @@ int add_recorder_types(PyObject* module) {
           0) {
     return -1;
   }
-  for (PyMethodDef* def = module_functions; def->ml_name; ++def) {
-    PyObject* f = PyCFunction_NewEx(def, nullptr, nullptr);
-    if (!f || PyModule_AddObject(module, def->ml_name, f) < 0) {
-      Py_XDECREF(f);
-      return -1;
-    }
-  }
-  return 0;
+  return PyModule_AddFunctions(module, module_functions);
 }
 
 }  // namespace lp_module
