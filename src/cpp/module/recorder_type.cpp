@@ -32,6 +32,10 @@ struct NameCacheEntry {
 constexpr size_t kNameCacheSize = 1024;
 NameCacheEntry g_name_cache[kNameCacheSize];
 
+inline NameCacheEntry& name_cache_slot(PyObject* name) {
+  return g_name_cache[(reinterpret_cast<uintptr_t>(name) >> 4) & (kNameCacheSize - 1)];
+}
+
 bool name_id_slow(PyObject* name, NameCacheEntry& entry, uint32_t* id) {
   PyObject* text = PyUnicode_Check(name) ? (Py_INCREF(name), name) : PyObject_Str(name);
   if (!text) return false;
@@ -61,7 +65,7 @@ bool name_id_slow(PyObject* name, NameCacheEntry& entry, uint32_t* id) {
 }
 
 inline bool name_id_of(PyObject* name, uint32_t* id) {
-  NameCacheEntry& entry = g_name_cache[(reinterpret_cast<uintptr_t>(name) >> 4) & (kNameCacheSize - 1)];
+  NameCacheEntry& entry = name_cache_slot(name);
   if (entry.obj == name) {
     *id = entry.id;
     return true;
@@ -137,7 +141,7 @@ bool check_name_shape(RecorderObject* r, uint32_t id) {
 
 // The name id of phase()'s name, its shape checked once per recorder and name object.
 inline bool phase_name_id(RecorderObject* r, PyObject* name, uint32_t* id) {
-  NameCacheEntry& entry = g_name_cache[(reinterpret_cast<uintptr_t>(name) >> 4) & (kNameCacheSize - 1)];
+  NameCacheEntry& entry = name_cache_slot(name);
   if (entry.obj == name && entry.shape_checked_by == r->serial) {
     *id = entry.id;
     return true;
@@ -188,6 +192,12 @@ extern PyTypeObject NullScopeType;
 
 PyObject g_null_scope_storage;  // the one NullScope instance (a bare PyObject)
 PyObject* g_null_scope = nullptr;
+
+// A new reference to the no-op scope of a disabled or closed profiler.
+inline PyObject* null_scope() {
+  Py_INCREF(g_null_scope);
+  return g_null_scope;
+}
 
 RecorderObject* g_installed = nullptr;  // strong reference, or nullptr
 
@@ -371,10 +381,7 @@ PyObject* make_scope(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
       !parse_phase_options(args, nargs, kwnames, &name, &flags, &sample_every)) {
     return nullptr;
   }
-  if (r->closed) {
-    Py_INCREF(g_null_scope);
-    return g_null_scope;
-  }
+  if (r->closed) return null_scope();
   uint32_t id;
   if (!phase_name_id(r, name, &id)) return nullptr;
   ScopeObject* s = scope_new();
@@ -387,12 +394,17 @@ PyObject* make_scope(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
   return reinterpret_cast<PyObject*>(s);
 }
 
+// An int's value, saturated to the int64 range.
+inline int64_t saturated_int64(PyObject* int_obj) {
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(int_obj, &overflow);
+  return overflow > 0 ? INT64_MAX : overflow < 0 ? INT64_MIN : int64_t(v);
+}
+
 // Converts count()'s n; floats are refused (the spec's one deliberate raise).
 bool parse_count_n(PyObject* n_obj, int64_t* n) {
   if (PyLong_CheckExact(n_obj)) {
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(n_obj, &overflow);
-    *n = overflow > 0 ? INT64_MAX : overflow < 0 ? INT64_MIN : int64_t(v);
+    *n = saturated_int64(n_obj);
     return true;
   }
   if (PyFloat_Check(n_obj)) {
@@ -404,10 +416,8 @@ bool parse_count_n(PyObject* n_obj, int64_t* n) {
   }
   PyObject* index = PyNumber_Index(n_obj);
   if (!index) return false;
-  int overflow = 0;
-  long long v = PyLong_AsLongLongAndOverflow(index, &overflow);
+  *n = saturated_int64(index);
   Py_DECREF(index);
-  *n = overflow > 0 ? INT64_MAX : overflow < 0 ? INT64_MIN : int64_t(v);
   return true;
 }
 
@@ -705,10 +715,7 @@ void recorder_dealloc(PyObject* self) {
 // ---------------------------------------------------------------------------------------------
 // Module-level functions: the no-op scope, and dispatch to the installed recorder.
 
-PyObject* null_phase(PyObject*, PyObject* const*, Py_ssize_t, PyObject*) {
-  Py_INCREF(g_null_scope);
-  return g_null_scope;
-}
+PyObject* null_phase(PyObject*, PyObject* const*, Py_ssize_t, PyObject*) { return null_scope(); }
 
 PyObject* null_count(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return do_count(nullptr, args, nargs, kwnames);
@@ -724,16 +731,19 @@ struct FrontObject {
   RecorderObject* rec;  // strong reference, or nullptr while unbound
 };
 
-PyObject* front_phase(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  RecorderObject* r = reinterpret_cast<FrontObject*>(self)->rec;
-  if (!r) {
-    Py_INCREF(g_null_scope);
-    return g_null_scope;
-  }
-  if (r->phase_wrapper && !r->closed) {  // annotate=/backend=: the Python-level phase()
+// phase() on r (nullptr: none bound or installed, the no-op scope); with annotate=/backend= the
+// recorder's Python-level wrapper instead.
+inline PyObject* phase_on(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
+                          PyObject* kwnames) {
+  if (!r) return null_scope();
+  if (r->phase_wrapper && !r->closed) {
     return PyObject_Vectorcall(r->phase_wrapper, args, size_t(nargs), kwnames);
   }
   return make_scope(r, args, nargs, kwnames);
+}
+
+PyObject* front_phase(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return phase_on(reinterpret_cast<FrontObject*>(self)->rec, args, nargs, kwnames);
 }
 
 PyObject* front_count(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -767,14 +777,7 @@ PyMethodDef front_methods[] = {
     {nullptr, nullptr, 0, nullptr}};
 
 PyObject* installed_phase(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  if (!g_installed) {
-    Py_INCREF(g_null_scope);
-    return g_null_scope;
-  }
-  if (g_installed->phase_wrapper && !g_installed->closed) {
-    return PyObject_Vectorcall(g_installed->phase_wrapper, args, size_t(nargs), kwnames);
-  }
-  return make_scope(g_installed, args, nargs, kwnames);
+  return phase_on(g_installed, args, nargs, kwnames);
 }
 
 PyObject* installed_count(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -810,8 +813,9 @@ PyObject* set_sync_resolver(PyObject*, PyObject* arg) {
     PyErr_SetString(PyExc_TypeError, "set_sync_resolver() takes a callable or None");
     return nullptr;
   }
-  Py_XINCREF(arg == Py_None ? nullptr : arg);
-  Py_XSETREF(g_sync_resolver, arg == Py_None ? nullptr : arg);
+  PyObject* next = arg == Py_None ? nullptr : arg;
+  Py_XINCREF(next);
+  Py_XSETREF(g_sync_resolver, next);
   Py_CLEAR(g_sync_fn);
   g_sync_off = false;
   Py_RETURN_NONE;
