@@ -40,24 +40,6 @@ ThreadStack* new_thread_stack() {
 
 namespace {
 
-// Saves and restores the error indicator around calls into Python from a hook.
-struct SavedError {
-#if PY_VERSION_HEX >= 0x030C0000
-  PyObject* exc = PyErr_GetRaisedException();
-  ~SavedError() {
-    PyErr_SetRaisedException(exc);
-  }
-#else
-  PyObject *type, *value, *tb;
-  SavedError() {
-    PyErr_Fetch(&type, &value, &tb);
-  }
-  ~SavedError() {
-    PyErr_Restore(type, value, tb);
-  }
-#endif
-};
-
 bool filter_accepts(Tracer* t, PyObject* filename) {
   SavedError saved;
   PyObject* cached = PyDict_GetItemWithError(t->file_cache, filename);  // borrowed

@@ -110,6 +110,25 @@ struct Tracer {
   uint64_t enabled_ticks = 0;  // total ticks spent enabled
 };
 
+/// Saves the error indicator for its lifetime and restores it at the end (discarding any error
+/// raised meanwhile): around calls into Python from a hook, or cleanup after a failure.
+struct SavedError {
+#if PY_VERSION_HEX >= 0x030C0000
+  PyObject* exc = PyErr_GetRaisedException();
+  ~SavedError() {
+    PyErr_SetRaisedException(exc);
+  }
+#else
+  PyObject *type, *value, *tb;
+  SavedError() {
+    PyErr_Fetch(&type, &value, &tb);
+  }
+  ~SavedError() {
+    PyErr_Restore(type, value, tb);
+  }
+#endif
+};
+
 /// The active tracer, or nullptr.
 extern Tracer* g_active;
 extern uint64_t g_generation;
