@@ -13,8 +13,6 @@
 
 namespace lp {
 
-enum class WallSource { kTsc, kMonotonic };
-
 /// CLOCK_MONOTONIC in nanoseconds (vDSO, ~25 ns).
 inline uint64_t monotonic_ns() {
   timespec ts;
@@ -42,9 +40,6 @@ extern WallClockState g_wall;
 /// CLOCK_MONOTONIC over ~10 ms; CLOCK_MONOTONIC otherwise. allow_tsc=false forces the fallback.
 /// Idempotent; safe to call again (re-probes). Not thread-safe against concurrent ticks().
 void wall_clock_init(bool allow_tsc = true);
-
-/// Which source ticks() reads.
-WallSource wall_clock_source();
 
 /// Name of the source: "tsc" or "monotonic".
 const char* wall_clock_name();

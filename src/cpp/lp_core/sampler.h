@@ -100,7 +100,6 @@ class Sampler {
   SamplerStats stats() const;
   /// The worker file's "samples" object (see docs/worker-file.md).
   std::string status_json() const;
-  std::string samples_path() const;
 
  private:
   void init_locked();
