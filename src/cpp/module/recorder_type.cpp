@@ -453,11 +453,14 @@ bool parse_count_args(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames
 }
 
 PyObject* do_count(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  // The common count(name) and count(name, int) skip the general parse.
   PyObject* name;
-  int64_t n;
-  if (nargs == 2 && !kwnames && PyLong_CheckExact(args[1])) {
+  int64_t n = 1;
+  if (!kwnames && nargs == 1) {
     name = args[0];
-    if (!parse_count_n(args[1], &n)) return nullptr;
+  } else if (!kwnames && nargs == 2 && PyLong_CheckExact(args[1])) {
+    name = args[0];
+    n = saturated_int64(args[1]);
   } else if (!parse_count_args(args, nargs, kwnames, &name, &n)) {
     return nullptr;
   }
