@@ -74,7 +74,6 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
     g = {
         "_core": _core,
         "null": _core.PhaseFront(),  # unbound: phase() returns the no-op scope
-        "noop": _core.bench_noop,
         "off": off,
         "on_nocpu": on_nocpu,
         "on_cpu": on_cpu,
@@ -84,7 +83,7 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
     }
     cases: dict[str, tuple[str, dict]] = {
         "floor: with on an empty C context manager": ("with null.phase('x'): pass", g),
-        "floor: empty C method call, two arguments": ("noop('x', 1)", g),
+        "floor: empty C method call, two arguments": ("null._bench_noop('x', 1)", g),
         "phase(), enabled=False": ("with off.phase('x'): pass", g),
         "accounting.phase(), nothing installed": (
             "with accounting.phase('x'): pass",
