@@ -813,7 +813,6 @@ PyObject* get_installed(PyObject*, PyObject*) {
   return r;
 }
 
-
 PyObject* set_sync_resolver(PyObject*, PyObject* arg) {
   if (arg != Py_None && !PyCallable_Check(arg)) {
     PyErr_SetString(PyExc_TypeError, "set_sync_resolver() takes a callable or None");
