@@ -60,10 +60,6 @@ void wall_clock_init(bool allow_tsc) {
 #endif
 }
 
-WallSource wall_clock_source() {
-  return detail::g_wall.use_tsc ? WallSource::kTsc : WallSource::kMonotonic;
-}
-
 const char* wall_clock_name() { return detail::g_wall.use_tsc ? "tsc" : "monotonic"; }
 
 }  // namespace lp

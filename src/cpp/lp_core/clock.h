@@ -1,4 +1,4 @@
-// lp_core/clock.h: the hot-path wall clock (TSC calibrated against CLOCK_MONOTONIC, else CLOCK_MONOTONIC).
+// lp_core/clock.h: the hot-path wall clock: the TSC calibrated against CLOCK_MONOTONIC, or that.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +12,6 @@
 #endif
 
 namespace lp {
-
-enum class WallSource { kTsc, kMonotonic };
 
 /// CLOCK_MONOTONIC in nanoseconds (vDSO, ~25 ns).
 inline uint64_t monotonic_ns() {
@@ -40,11 +38,8 @@ extern WallClockState g_wall;
 /// Chooses the wall clock once per process: the TSC where the kernel itself uses it as its
 /// clocksource and the CPU advertises constant_tsc and nonstop_tsc, calibrated against
 /// CLOCK_MONOTONIC over ~10 ms; CLOCK_MONOTONIC otherwise. allow_tsc=false forces the fallback.
-/// Idempotent; safe to call again (re-probes). Not thread-safe against concurrent ticks().
+/// Idempotent; safe to call again (re-probes). Not thread-safe against concurrent wall_ticks().
 void wall_clock_init(bool allow_tsc = true);
-
-/// Which source ticks() reads.
-WallSource wall_clock_source();
 
 /// Name of the source: "tsc" or "monotonic".
 const char* wall_clock_name();

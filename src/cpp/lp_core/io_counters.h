@@ -39,9 +39,6 @@ class IoCounterFile {
   /// the text did not parse (*out is then unchanged).
   long read(IoCounters* out);
   void close();
-  bool is_open() const { return fd_ >= 0; }
-  /// Forgets the fd without closing it (a forked child that must not touch the parent's state).
-  void forget() { fd_ = -1; }
 
  private:
   int fd_ = -1;

@@ -39,6 +39,7 @@ class Nvml {
   /// process whose share is read; samples of other pids are ignored.
   GpuReading read(uint32_t index, uint32_t pid);
 
+  /// Why the reader is unavailable ("" when it is available, or open() was not called).
   const std::string& error() const { return error_; }
 
   /// In a forked child: keep the loaded library and handles, restart the per-device windows.

@@ -44,8 +44,6 @@ class PerfTaskEvent {
   /// copy the at-fork handler already closed).
   void close();
 
-  bool is_open() const { return page_ != nullptr; }
-
   /// True when this event was opened in the current process (not inherited through fork()).
   bool current() const {
     return page_ != nullptr && gen_ == detail::g_fork_generation.load(std::memory_order_relaxed);

@@ -4,6 +4,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "lp_core/names.h"
 
 namespace lp {
@@ -146,7 +148,10 @@ ThreadState* Recorder::register_thread(const std::string& thread_name) {
   std::lock_guard<std::mutex> lock(threads_mu_);
   ThreadState* found = nullptr;
   for (auto& t : *threads_) {
-    if (t->os_tid() == tid) found = t.get();
+    if (t->os_tid() == tid) {
+      found = t.get();
+      break;
+    }
   }
   if (!found) {
     threads_->push_back(
@@ -230,7 +235,8 @@ std::vector<uint32_t> Recorder::first_thread_open_path() const {
   for (uint32_t i = node; i != kRootNode; i = ts->nodes_[i].parent) {
     path.push_back(ts->nodes_[i].name_id);
   }
-  return std::vector<uint32_t>(path.rbegin(), path.rend());
+  std::reverse(path.begin(), path.end());
+  return path;
 }
 
 void Recorder::reset_after_fork() {

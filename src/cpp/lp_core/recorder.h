@@ -149,13 +149,6 @@ class ThreadState {
     if (measure_cpu_) f.c0_ns = cpu_.now_ns();
   }
 
-  /// Entries the innermost open phase stands for (1 unless it is inside a sampled entry); byte
-  /// counts measured inside it are multiplied by this. Owner only.
-  uint32_t current_scale() const {
-    uint32_t d = depth_.load(std::memory_order_relaxed);
-    return d ? frames_[d - 1].scale.load(std::memory_order_relaxed) : 1;
-  }
-
   /// Closes the entry opened with token. Out-of-order exits close the frames above it too;
   /// an exit with no matching entry (depth overflow, or never entered) records nothing.
   inline void exit(const void* token) {
@@ -209,8 +202,6 @@ class ThreadState {
   uint64_t os_tid() const { return os_tid_; }
   const std::string& thread_name() const { return thread_name_; }
   CpuClockTier cpu_tier() const { return cpu_.tier(); }
-  /// This thread's CPU clock (its tier and the anchored tier's self-audit). Owner only.
-  const ThreadCpuClock& cpu_clock() const { return cpu_; }
 
   std::atomic<uint64_t> depth_overflow{0};
   std::atomic<uint64_t> folded_entries{0};

@@ -422,11 +422,6 @@ SamplerStats Sampler::stats() const {
   return stats_;
 }
 
-std::string Sampler::samples_path() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return path_;
-}
-
 std::string Sampler::status_json() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out = "{\"file\":";

@@ -70,6 +70,7 @@ struct SamplerStats {
   bool io_available = false;  // the process io file opened
 };
 
+/// One process's resource sampler (see the file comment); every public method is thread-safe.
 class Sampler {
  public:
   explicit Sampler(const Recorder& recorder);
@@ -81,6 +82,7 @@ class Sampler {
   /// to "<stem>.tags". interval_ns 0: no thread (sample_now() still works). gpu: try NVML.
   void configure(std::string samples_path, uint64_t interval_ns, uint32_t pid, bool gpu);
 
+  /// Sets the CUDA allocator probe called at each sample (none: the CUDA columns read -1).
   void set_cuda_probe(CudaProbe probe);
 
   /// Takes one sample now: the first call (or start()) only sets the baseline; NVML is opened
@@ -92,15 +94,16 @@ class Sampler {
   void start();
   /// Takes a last sample (without the CUDA probe) and joins the thread.
   void stop();
+  /// Whether the sampler thread runs.
   bool running() const { return thread_.joinable(); }
 
   /// In a forked child (thread stopped): a new sidecar for the child's pid, fresh baselines.
   void reset_after_fork(std::string samples_path, uint32_t pid);
 
+  /// Counts so far: rows, drops, failures, excluded child I/O (bytes).
   SamplerStats stats() const;
   /// The worker file's "samples" object (see docs/worker-file.md).
   std::string status_json() const;
-  std::string samples_path() const;
 
  private:
   void init_locked();
@@ -136,7 +139,7 @@ class Sampler {
   IoCounters prev_;
   IoCounters prev_own_;
   int64_t carry_[4] = {0, 0, 0, 0};
-  bool subtract_own_ = true;  // reading the real /proc/self/io (not a scripted file)
+  bool subtract_own_ = true;      // reading the real /proc/self/io (not a scripted file)
   std::map<long, TaskIo> tasks_;  // live threads' last io counters, by tid
   long children_sig_[8] = {};
   uint64_t prev_mono_ns_ = 0;

@@ -15,24 +15,27 @@
 
 namespace lp {
 
+/// What a Worker writes where, and how often (intervals in ns).
 struct WorkerConfig {
-  std::string path;                  // the worker file to (re)write
-  std::string meta_json = "{}";      // a JSON object copied into the file's "meta"
-  bool measure_cpu = true;
-  uint64_t snapshot_interval_ns = 0; // 0: no snapshot thread
-  std::string samples_path;          // the sampler's sidecar; "": no sampler
-  uint64_t sample_interval_ns = 0;   // 0: no sampler thread (Sampler::sample_now() still works)
-  bool sample_gpu = true;            // let the sampler try NVML
+  std::string path;                   // the worker file to (re)write
+  std::string meta_json = "{}";       // a JSON object copied into the file's "meta"
+  bool measure_cpu = true;            // record thread-CPU ns per phase
+  uint64_t snapshot_interval_ns = 0;  // 0: no snapshot thread
+  std::string samples_path;           // the sampler's sidecar; "": no sampler
+  uint64_t sample_interval_ns = 0;    // 0: no sampler thread (Sampler::sample_now() still works)
+  bool sample_gpu = true;             // let the sampler try NVML
 };
 
 /// Flush statistics, for the host to report.
 struct FlushStats {
-  uint64_t writes = 0;        // successful writes
-  uint64_t errors = 0;        // failed writes
-  std::string last_error;     // strerror of the latest failure, "" if none
-  uint64_t own_write_bytes = 0;
+  uint64_t writes = 0;           // successful writes
+  uint64_t errors = 0;           // failed writes
+  std::string last_error;        // strerror of the latest failure, "" if none
+  uint64_t own_write_bytes = 0;  // bytes the successful writes handed to write()
 };
 
+/// One process's profiler: owns its Recorder, the sampler, and the snapshot thread that rewrites
+/// the worker file every snapshot_interval_ns.
 class Worker {
  public:
   explicit Worker(WorkerConfig config);
@@ -40,6 +43,7 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
+  /// The phase trees this worker writes.
   Recorder& recorder() { return recorder_; }
 
   /// Writes the worker file now (thread-safe, never throws). Returns 0 or the errno of the failure,
@@ -52,10 +56,12 @@ class Worker {
   /// Stops and joins both threads (a write in progress completes first; the sampler takes a last
   /// sample).
   void stop_thread();
+  /// Whether the snapshot or the sampler thread runs.
   bool thread_running() const { return thread_.joinable() || sampler_.running(); }
 
   /// The resource sampler (configured only when WorkerConfig::samples_path is set).
   Sampler& sampler() { return sampler_; }
+  /// Whether a sampler is configured (WorkerConfig::samples_path was set).
   bool has_sampler() const { return has_sampler_; }
 
   /// In a forked child (threads already stopped): empty trees, a new file path and meta.
@@ -67,7 +73,9 @@ class Worker {
   /// Called on the snapshot thread after each periodic write (never from flush() callers).
   void set_periodic_hook(std::function<void()> hook);
 
+  /// Flush statistics so far (thread-safe).
   FlushStats stats() const;
+  /// The worker file path (thread-safe; changes in a forked child).
   std::string path() const;
   std::string snapshot_json() const;  // the file text a flush would write now, without writing
 

@@ -5,6 +5,8 @@
 
 #include <atomic>
 
+#include "module/py_util.h"
+
 namespace lp_module {
 namespace {
 
@@ -16,14 +18,6 @@ bool cuda_runtime_loaded() {
   if (!h) return false;
   dlclose(h);
   return true;
-}
-
-bool interpreter_finalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing();
-#else
-  return _Py_IsFinalizing();
-#endif
 }
 
 PyObject* set_cuda_probe(PyObject*, PyObject* arg) {
@@ -46,11 +40,12 @@ PyMethodDef functions[] = {
 }  // namespace
 
 bool cuda_probe(int64_t* allocated, int64_t* reserved) {
-  if (!g_probe.load() || !cuda_runtime_loaded() || interpreter_finalizing()) return false;
-  PyGILState_STATE gil = PyGILState_Ensure();
+  if (!g_probe.load() || !cuda_runtime_loaded()) return false;
   bool ok = false;
-  PyObject* fn = g_probe.load();
-  if (fn) {
+  // A failing probe is "unavailable": call_with_gil clears its error.
+  call_with_gil([&] {
+    PyObject* fn = g_probe.load();
+    if (!fn) return;
     Py_INCREF(fn);
     PyObject* r = PyObject_CallNoArgs(fn);
     Py_DECREF(fn);
@@ -64,21 +59,12 @@ bool cuda_probe(int64_t* allocated, int64_t* reserved) {
       }
     }
     Py_XDECREF(r);
-    PyErr_Clear();  // a failing probe is "unavailable", never an error in the user's process
-  }
-  PyGILState_Release(gil);
+  });
   return ok;
 }
 
 int add_cuda_probe_functions(PyObject* module) {
-  for (PyMethodDef* def = functions; def->ml_name; ++def) {
-    PyObject* f = PyCFunction_NewEx(def, nullptr, nullptr);
-    if (!f || PyModule_AddObject(module, def->ml_name, f) < 0) {
-      Py_XDECREF(f);
-      return -1;
-    }
-  }
-  return 0;
+  return PyModule_AddFunctions(module, functions);
 }
 
 }  // namespace lp_module

@@ -40,24 +40,6 @@ ThreadStack* new_thread_stack() {
 
 namespace {
 
-// Saves and restores the error indicator around calls into Python from a hook.
-struct SavedError {
-#if PY_VERSION_HEX >= 0x030C0000
-  PyObject* exc = PyErr_GetRaisedException();
-  ~SavedError() {
-    PyErr_SetRaisedException(exc);
-  }
-#else
-  PyObject *type, *value, *tb;
-  SavedError() {
-    PyErr_Fetch(&type, &value, &tb);
-  }
-  ~SavedError() {
-    PyErr_Restore(type, value, tb);
-  }
-#endif
-};
-
 bool filter_accepts(Tracer* t, PyObject* filename) {
   SavedError saved;
   PyObject* cached = PyDict_GetItemWithError(t->file_cache, filename);  // borrowed
@@ -296,42 +278,46 @@ PyObject* tracer_clear(LineTracerObject* self, PyObject*) {
   Py_RETURN_NONE;
 }
 
+// Appends item (a new reference; nullptr when building it failed) to list, and releases it.
+bool append_new(PyObject* list, PyObject* item) {
+  if (!item) return false;
+  int rc = PyList_Append(list, item);
+  Py_DECREF(item);
+  return rc == 0;
+}
+
+// The rows of info's recorded lines (see results()): a new list, or nullptr with an exception set.
+PyObject* line_rows(const CodeInfo& info) {
+  PyObject* rows = PyList_New(0);
+  if (!rows) return nullptr;
+  for (size_t i = 0; i < info.lines.size(); ++i) {
+    const LineStat& s = info.lines[i];
+    if (s.hits == 0 && s.ticks == 0) continue;
+    PyObject* row = Py_BuildValue(
+        "(iKKKKK)", info.base + int(i), (unsigned long long)s.hits,
+        (unsigned long long)lp::ticks_to_ns(s.ticks), (unsigned long long)s.nested.lines,
+        (unsigned long long)s.nested.calls, (unsigned long long)s.nested.foreign);
+    if (!append_new(rows, row)) {
+      Py_DECREF(rows);
+      return nullptr;
+    }
+  }
+  return rows;
+}
+
 PyObject* tracer_results(LineTracerObject* self, PyObject*) {
   PyObject* out = PyList_New(0);
   if (!out) return nullptr;
   for (auto& info : self->t->infos) {
     if (!info->traced || !info->code) continue;
-    PyObject* lines = PyList_New(0);
-    if (!lines) {
+    PyObject* rows = line_rows(*info);
+    bool ok = rows && (PyList_GET_SIZE(rows) == 0 ||
+                       append_new(out, Py_BuildValue("(OO)", info->code, rows)));
+    Py_XDECREF(rows);
+    if (!ok) {
       Py_DECREF(out);
       return nullptr;
     }
-    for (size_t i = 0; i < info->lines.size(); ++i) {
-      const LineStat& s = info->lines[i];
-      if (s.hits == 0 && s.ticks == 0) continue;
-      PyObject* row = Py_BuildValue(
-          "(iKKKKK)", info->base + int(i), (unsigned long long)s.hits,
-          (unsigned long long)lp::ticks_to_ns(s.ticks), (unsigned long long)s.nested.lines,
-          (unsigned long long)s.nested.calls, (unsigned long long)s.nested.foreign);
-      if (!row || PyList_Append(lines, row) < 0) {
-        Py_XDECREF(row);
-        Py_DECREF(lines);
-        Py_DECREF(out);
-        return nullptr;
-      }
-      Py_DECREF(row);
-    }
-    if (PyList_GET_SIZE(lines) > 0) {
-      PyObject* item = Py_BuildValue("(OO)", info->code, lines);
-      if (!item || PyList_Append(out, item) < 0) {
-        Py_XDECREF(item);
-        Py_DECREF(lines);
-        Py_DECREF(out);
-        return nullptr;
-      }
-      Py_DECREF(item);
-    }
-    Py_DECREF(lines);
   }
   return out;
 }

@@ -32,6 +32,20 @@ PyMethodDef g_noop_trace_def = {
     "_noop_trace", noop_trace_switch, METH_O,
     "_noop_trace(on): installs/removes a C trace function that does nothing (benchmark floor)."};
 
+namespace {
+// find_conflict() for a sys.settrace-level trace function on the calling thread (both versions).
+int settrace_conflict(PyObject** why) {
+  PyThreadState* ts = PyThreadState_Get();
+  if (ts->c_tracefunc == nullptr) return 0;
+  *why = PyUnicode_FromFormat(
+      "a trace function is already installed (sys.gettrace() = %R): LineProfiler cannot run "
+      "under another tracer (a debugger, coverage, line_profiler, a profiler's backend window); "
+      "remove it first",
+      ts->c_traceobj ? ts->c_traceobj : Py_None);
+  return *why ? 1 : -1;
+}
+}  // namespace
+
 #if !LP_LINE_MONITORING
 // =============================================================================================
 // Python 3.11: PyEval_SetTrace
@@ -177,14 +191,7 @@ const char* mechanism_name() {
 }
 
 int find_conflict(PyObject** why) {
-  PyThreadState* ts = PyThreadState_Get();
-  if (ts->c_tracefunc == nullptr) return 0;
-  *why = PyUnicode_FromFormat(
-      "a trace function is already installed (sys.gettrace() = %R): LineProfiler cannot run "
-      "under another tracer (a debugger, coverage, line_profiler, a profiler's backend window); "
-      "remove it first",
-      ts->c_traceobj ? ts->c_traceobj : Py_None);
-  return *why ? 1 : -1;
+  return settrace_conflict(why);
 }
 
 int install_hooks(Tracer* t) {
@@ -394,15 +401,7 @@ const char* mechanism_name() {
 }
 
 int find_conflict(PyObject** why) {
-  PyThreadState* ts = PyThreadState_Get();
-  if (ts->c_tracefunc != nullptr) {
-    *why = PyUnicode_FromFormat(
-        "a trace function is already installed (sys.gettrace() = %R): LineProfiler cannot run "
-        "under another tracer (a debugger, coverage, line_profiler, a profiler's backend "
-        "window); remove it first",
-        ts->c_traceobj ? ts->c_traceobj : Py_None);
-    return *why ? 1 : -1;
-  }
+  if (int rc = settrace_conflict(why)) return rc;
   // Another sys.monitoring tool tracing lines (line_profiler 5, coverage, a debugger).
   PyObject* mon = monitoring();
   if (!mon) return 0;
@@ -488,10 +487,8 @@ int install_hooks(Tracer* t) {
     Py_XDECREF(fn);
     if (rc < 0) {
       Py_DECREF(events);
-      PyObject *type, *value, *tb;
-      PyErr_Fetch(&type, &value, &tb);
+      SavedError saved;  // unregister() calls into Python: report the error that stopped us
       unregister(mon, tool);
-      PyErr_Restore(type, value, tb);
       return -1;
     }
     mask |= bit;
@@ -507,10 +504,8 @@ int install_hooks(Tracer* t) {
     g_scope_of_tool[tool] = key;
   }
   if (call_ok(PyObject_CallMethod(mon, "set_events", "il", tool, mask)) < 0) {
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
+    SavedError saved;
     unregister(mon, tool);
-    PyErr_Restore(type, value, tb);
     return -1;
   }
   g_tool = tool;

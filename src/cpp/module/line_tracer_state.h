@@ -110,6 +110,25 @@ struct Tracer {
   uint64_t enabled_ticks = 0;  // total ticks spent enabled
 };
 
+/// Saves the error indicator for its lifetime and restores it at the end (discarding any error
+/// raised meanwhile): around calls into Python from a hook, or cleanup after a failure.
+struct SavedError {
+#if PY_VERSION_HEX >= 0x030C0000
+  PyObject* exc = PyErr_GetRaisedException();
+  ~SavedError() {
+    PyErr_SetRaisedException(exc);
+  }
+#else
+  PyObject *type, *value, *tb;
+  SavedError() {
+    PyErr_Fetch(&type, &value, &tb);
+  }
+  ~SavedError() {
+    PyErr_Restore(type, value, tb);
+  }
+#endif
+};
+
 /// The active tracer, or nullptr.
 extern Tracer* g_active;
 extern uint64_t g_generation;
@@ -140,8 +159,8 @@ int install_hooks(Tracer* t);
 /// Removes the hooks from every thread. Sets *displaced when another tracer had replaced ours on
 /// the calling thread (that tracer is left in place). Returns 0, or -1 with an exception set.
 int remove_hooks(Tracer* t, bool* displaced);
-/// The description of a conflicting tracer already installed, or nullptr if there is none.
-/// Returns -1 with an exception set on error, 1 with *why filled on conflict, 0 otherwise.
+/// Looks for a conflicting tracer already installed. Returns 1 with *why (a new str describing
+/// it) on conflict, 0 when there is none, -1 with an exception set on error.
 int find_conflict(PyObject** why);
 /// 3.11: the function given to threading.settrace so threads started inside the block are traced.
 extern PyMethodDef g_thread_hook_def;

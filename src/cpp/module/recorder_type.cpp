@@ -16,6 +16,7 @@
 #include "lp_core/names.h"
 #include "lp_core/worker.h"
 #include "module/cuda_probe.h"
+#include "module/py_util.h"
 
 namespace lp_module {
 namespace {
@@ -30,6 +31,10 @@ struct NameCacheEntry {
 };
 constexpr size_t kNameCacheSize = 1024;
 NameCacheEntry g_name_cache[kNameCacheSize];
+
+inline NameCacheEntry& name_cache_slot(PyObject* name) {
+  return g_name_cache[(reinterpret_cast<uintptr_t>(name) >> 4) & (kNameCacheSize - 1)];
+}
 
 bool name_id_slow(PyObject* name, NameCacheEntry& entry, uint32_t* id) {
   PyObject* text = PyUnicode_Check(name) ? (Py_INCREF(name), name) : PyObject_Str(name);
@@ -60,7 +65,7 @@ bool name_id_slow(PyObject* name, NameCacheEntry& entry, uint32_t* id) {
 }
 
 inline bool name_id_of(PyObject* name, uint32_t* id) {
-  NameCacheEntry& entry = g_name_cache[(reinterpret_cast<uintptr_t>(name) >> 4) & (kNameCacheSize - 1)];
+  NameCacheEntry& entry = name_cache_slot(name);
   if (entry.obj == name) {
     *id = entry.id;
     return true;
@@ -136,7 +141,7 @@ bool check_name_shape(RecorderObject* r, uint32_t id) {
 
 // The name id of phase()'s name, its shape checked once per recorder and name object.
 inline bool phase_name_id(RecorderObject* r, PyObject* name, uint32_t* id) {
-  NameCacheEntry& entry = g_name_cache[(reinterpret_cast<uintptr_t>(name) >> 4) & (kNameCacheSize - 1)];
+  NameCacheEntry& entry = name_cache_slot(name);
   if (entry.obj == name && entry.shape_checked_by == r->serial) {
     *id = entry.id;
     return true;
@@ -187,6 +192,12 @@ extern PyTypeObject NullScopeType;
 
 PyObject g_null_scope_storage;  // the one NullScope instance (a bare PyObject)
 PyObject* g_null_scope = nullptr;
+
+// A new reference to the no-op scope of a disabled or closed profiler.
+inline PyObject* null_scope() {
+  Py_INCREF(g_null_scope);
+  return g_null_scope;
+}
 
 RecorderObject* g_installed = nullptr;  // strong reference, or nullptr
 
@@ -370,10 +381,7 @@ PyObject* make_scope(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
       !parse_phase_options(args, nargs, kwnames, &name, &flags, &sample_every)) {
     return nullptr;
   }
-  if (r->closed) {
-    Py_INCREF(g_null_scope);
-    return g_null_scope;
-  }
+  if (r->closed) return null_scope();
   uint32_t id;
   if (!phase_name_id(r, name, &id)) return nullptr;
   ScopeObject* s = scope_new();
@@ -386,12 +394,17 @@ PyObject* make_scope(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
   return reinterpret_cast<PyObject*>(s);
 }
 
+// An int's value, saturated to the int64 range.
+inline int64_t saturated_int64(PyObject* int_obj) {
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(int_obj, &overflow);
+  return overflow > 0 ? INT64_MAX : overflow < 0 ? INT64_MIN : int64_t(v);
+}
+
 // Converts count()'s n; floats are refused (the spec's one deliberate raise).
 bool parse_count_n(PyObject* n_obj, int64_t* n) {
   if (PyLong_CheckExact(n_obj)) {
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(n_obj, &overflow);
-    *n = overflow > 0 ? INT64_MAX : overflow < 0 ? INT64_MIN : int64_t(v);
+    *n = saturated_int64(n_obj);
     return true;
   }
   if (PyFloat_Check(n_obj)) {
@@ -403,10 +416,8 @@ bool parse_count_n(PyObject* n_obj, int64_t* n) {
   }
   PyObject* index = PyNumber_Index(n_obj);
   if (!index) return false;
-  int overflow = 0;
-  long long v = PyLong_AsLongLongAndOverflow(index, &overflow);
+  *n = saturated_int64(index);
   Py_DECREF(index);
-  *n = overflow > 0 ? INT64_MAX : overflow < 0 ? INT64_MIN : int64_t(v);
   return true;
 }
 
@@ -442,11 +453,14 @@ bool parse_count_args(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames
 }
 
 PyObject* do_count(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  // The common count(name) and count(name, int) skip the general parse.
   PyObject* name;
-  int64_t n;
-  if (nargs == 2 && !kwnames && PyLong_CheckExact(args[1])) {
+  int64_t n = 1;
+  if (!kwnames && nargs == 1) {
     name = args[0];
-    if (!parse_count_n(args[1], &n)) return nullptr;
+  } else if (!kwnames && nargs == 2 && PyLong_CheckExact(args[1])) {
+    name = args[0];
+    n = saturated_int64(args[1]);
   } else if (!parse_count_args(args, nargs, kwnames, &name, &n)) {
     return nullptr;
   }
@@ -546,25 +560,11 @@ PyObject* recorder_sampler_status(PyObject* self, PyObject*) {
                                                    "replace");
 }
 
-bool interpreter_finalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing();
-#else
-  return _Py_IsFinalizing();
-#endif
-}
-
-// Runs on the snapshot thread after a periodic write: takes the GIL only for the call.
+// Runs on the snapshot thread after a periodic write: takes the GIL only for the call, and not
+// at all while finalising (atexit stops the thread first; that check is a backstop). An error is
+// cleared: the Python dispatcher counts its callbacks' errors itself.
 void run_periodic_hook(PyObject* hook) {
-  if (interpreter_finalizing()) return;  // atexit stops the thread first; this is a backstop
-  PyGILState_STATE gil = PyGILState_Ensure();
-  PyObject* res = PyObject_CallNoArgs(hook);
-  if (res) {
-    Py_DECREF(res);
-  } else {
-    PyErr_Clear();  // the Python dispatcher counts its callbacks' errors itself
-  }
-  PyGILState_Release(gil);
+  call_with_gil([hook] { Py_XDECREF(PyObject_CallNoArgs(hook)); });
 }
 
 PyObject* recorder_set_periodic_hook(PyObject* self, PyObject* hook) {
@@ -718,10 +718,7 @@ void recorder_dealloc(PyObject* self) {
 // ---------------------------------------------------------------------------------------------
 // Module-level functions: the no-op scope, and dispatch to the installed recorder.
 
-PyObject* null_phase(PyObject*, PyObject* const*, Py_ssize_t, PyObject*) {
-  Py_INCREF(g_null_scope);
-  return g_null_scope;
-}
+PyObject* null_phase(PyObject*, PyObject* const*, Py_ssize_t, PyObject*) { return null_scope(); }
 
 PyObject* null_count(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return do_count(nullptr, args, nargs, kwnames);
@@ -737,16 +734,19 @@ struct FrontObject {
   RecorderObject* rec;  // strong reference, or nullptr while unbound
 };
 
-PyObject* front_phase(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  RecorderObject* r = reinterpret_cast<FrontObject*>(self)->rec;
-  if (!r) {
-    Py_INCREF(g_null_scope);
-    return g_null_scope;
-  }
-  if (r->phase_wrapper && !r->closed) {  // annotate=/backend=: the Python-level phase()
+// phase() on r (nullptr: none bound or installed, the no-op scope); with annotate=/backend= the
+// recorder's Python-level wrapper instead.
+inline PyObject* phase_on(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
+                          PyObject* kwnames) {
+  if (!r) return null_scope();
+  if (r->phase_wrapper && !r->closed) {
     return PyObject_Vectorcall(r->phase_wrapper, args, size_t(nargs), kwnames);
   }
   return make_scope(r, args, nargs, kwnames);
+}
+
+PyObject* front_phase(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return phase_on(reinterpret_cast<FrontObject*>(self)->rec, args, nargs, kwnames);
 }
 
 PyObject* front_count(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -784,14 +784,7 @@ PyMethodDef front_methods[] = {
     {nullptr, nullptr, 0, nullptr}};
 
 PyObject* installed_phase(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  if (!g_installed) {
-    Py_INCREF(g_null_scope);
-    return g_null_scope;
-  }
-  if (g_installed->phase_wrapper && !g_installed->closed) {
-    return PyObject_Vectorcall(g_installed->phase_wrapper, args, size_t(nargs), kwnames);
-  }
-  return make_scope(g_installed, args, nargs, kwnames);
+  return phase_on(g_installed, args, nargs, kwnames);
 }
 
 PyObject* installed_count(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -820,14 +813,14 @@ PyObject* get_installed(PyObject*, PyObject*) {
   return r;
 }
 
-
 PyObject* set_sync_resolver(PyObject*, PyObject* arg) {
   if (arg != Py_None && !PyCallable_Check(arg)) {
     PyErr_SetString(PyExc_TypeError, "set_sync_resolver() takes a callable or None");
     return nullptr;
   }
-  Py_XINCREF(arg == Py_None ? nullptr : arg);
-  Py_XSETREF(g_sync_resolver, arg == Py_None ? nullptr : arg);
+  PyObject* next = arg == Py_None ? nullptr : arg;
+  Py_XINCREF(next);
+  Py_XSETREF(g_sync_resolver, next);
   Py_CLEAR(g_sync_fn);
   g_sync_off = false;
   Py_RETURN_NONE;
@@ -936,14 +929,7 @@ int add_recorder_types(PyObject* module) {
           0) {
     return -1;
   }
-  for (PyMethodDef* def = module_functions; def->ml_name; ++def) {
-    PyObject* f = PyCFunction_NewEx(def, nullptr, nullptr);
-    if (!f || PyModule_AddObject(module, def->ml_name, f) < 0) {
-      Py_XDECREF(f);
-      return -1;
-    }
-  }
-  return 0;
+  return PyModule_AddFunctions(module, module_functions);
 }
 
 }  // namespace lp_module
