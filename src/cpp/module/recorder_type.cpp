@@ -643,8 +643,9 @@ PyMethodDef recorder_methods[] = {
      "set_periodic_hook(fn): call fn() (holding the GIL) after each periodic write of the "
      "snapshot thread; never after flush(). Once per Recorder."},
     {"set_phase_wrapper", recorder_set_phase_wrapper, METH_O,
-     "set_phase_wrapper(fn or None): the installed accounting.phase() calls fn instead of the C "
-     "phase (annotate=/backend= need a Python-level scope). Recorder.phase itself is unchanged."},
+     "set_phase_wrapper(fn or None): PhaseFront.phase and the installed accounting.phase() call "
+     "fn instead of the C phase (annotate=/backend= need a Python-level scope). Recorder.phase "
+     "itself is unchanged."},
     {"mark_closed", recorder_mark_closed, METH_NOARGS,
      "Make phase()/count() no-ops from now on."},
     {nullptr, nullptr, 0, nullptr}};
