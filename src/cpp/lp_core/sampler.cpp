@@ -296,7 +296,12 @@ void Sampler::sample_now(bool allow_probe) {
   // The kernel folds a reaped child's whole I/O into /proc/self/io at wait(). In an interval in
   // which that happened, the process's bytes are its live threads' instead (a thread that exited
   // in that same interval loses its last bytes); the difference is counted as excluded.
-  bool reaped = subtract_own_ && children_reaped_locked();
+  // RUSAGE_CHILDREN is read after /proc/self/io, so a reap landing between the two reads shows
+  // in this check while its bytes show only in the next interval's read: an interval is treated
+  // as reaped when this check or the previous one saw a reap.
+  bool reaped_now = subtract_own_ && children_reaped_locked();
+  bool reaped = reaped_now || reaped_last_check_;
+  reaped_last_check_ = reaped_now;
   IoCounters live;
   bool live_ok = subtract_own_ && read_tasks_locked(&live);
   if (reaped && !live_ok) ok = false;

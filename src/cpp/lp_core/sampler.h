@@ -142,6 +142,7 @@ class Sampler {
   bool subtract_own_ = true;      // reading the real /proc/self/io (not a scripted file)
   std::map<long, TaskIo> tasks_;  // live threads' last io counters, by tid
   long children_sig_[8] = {};
+  bool reaped_last_check_ = false;  // RUSAGE_CHILDREN moved at the previous interval's check
   uint64_t prev_mono_ns_ = 0;
   uint32_t prev_tag_ = 0;
   std::map<std::vector<uint32_t>, uint32_t> tags_;
