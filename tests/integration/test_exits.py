@@ -277,3 +277,37 @@ def test_processes_on_different_hosts_are_named_by_host(tmp_path):
     assert roles(ws) == {"learner": 1, "actor": 2}
     run = merge_run(tmp_path / "run", with_samples=False)
     assert run.hosts == sorted({os.uname().nodename, "nodeA", "nodeB"}) and run.processes == 3
+
+
+INTERRUPTED_CLOSE = """
+import os, signal
+from lineprofiler.accounting import Profiler, _lifecycle
+
+p = Profiler(run_dir="run", role="worker", enabled=True, snapshot_interval_s=None,
+             sample_interval_s=None)
+for _ in range(5):
+    with p.phase("task"):
+        p.count("x", 2)
+
+stop_threads = _lifecycle.stop_threads
+
+def stop_threads_then_get_signalled(profiler):
+    # As a multiprocessing worker closing on its way out while Pool.terminate() signals it: the
+    # handler runs at the next bytecode, inside close(), before close() reaches its final write.
+    stop_threads(profiler)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+_lifecycle.stop_threads = stop_threads_then_get_signalled
+p.close()
+print("survived")  # never: the default action of SIGTERM ends the process
+"""
+
+
+def test_a_signal_that_interrupts_close_still_gets_the_final_write(tmp_path):
+    proc = run_python(INTERRUPTED_CLOSE, cwd=tmp_path, check=False)
+    assert proc.returncode == -signal.SIGTERM, proc.stderr
+    assert "survived" not in proc.stdout
+    run = merge_run(tmp_path / "run", with_samples=False)
+    [w] = run.workers
+    assert w.final
+    assert run.tree[("task",)].calls == 5 and run.tree[("task",)].counters == {"x": 10}

@@ -195,6 +195,14 @@ class _SignalChain:
                     p._flush(final=False)  # a handler below may keep the process running
             except Exception:
                 pass
+        elif p is not None and p._shutting_down:
+            # The signal interrupted close() itself (a multiprocessing worker closing on its way
+            # out as Pool.terminate() signals it): close() may not reach its final write before
+            # the default action below ends the process, so write it here.
+            try:
+                p._rec.flush(True)
+            except Exception:
+                pass
         return _chain_to(self.previous, signum, frame)
 
     def __repr__(self) -> str:

@@ -122,6 +122,7 @@ class Profiler(_core.PhaseFront):
         self._snapshot_interval_ns = _interval_ns(snapshot_interval_s, "snapshot_interval_s")
         _interval_ns(sample_interval_s, "sample_interval_s")
         self._closed = False
+        self._shutting_down = False
         self._installed = False
         self._rec: Any = None
         self._warned_unwritable = False
@@ -187,7 +188,11 @@ class Profiler(_core.PhaseFront):
         self._closed = True
         if self._rec is None:
             return
-        self._shut_down(write_final=True)
+        self._shutting_down = True  # a flush signal landing mid-close still gets a final write
+        try:
+            self._shut_down(write_final=True)
+        finally:
+            self._shutting_down = False
 
     def _retire(self) -> None:
         """Close without a trace: a forked child's inherited profiler, replaced before it recorded
