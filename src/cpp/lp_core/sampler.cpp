@@ -14,19 +14,11 @@
 #include "lp_core/json_text.h"
 #include "lp_core/names.h"
 #include "lp_core/recorder.h"
+#include "lp_core/worker_file.h"
 
 namespace lp {
 
 namespace {
-
-std::string tags_path_for(const std::string& samples_path) {
-  const std::string ext = ".samples";
-  if (samples_path.size() > ext.size() &&
-      samples_path.compare(samples_path.size() - ext.size(), ext.size(), ext) == 0) {
-    return samples_path.substr(0, samples_path.size() - ext.size()) + ".tags";
-  }
-  return samples_path + ".tags";
-}
 
 // Writes all of buf; returns 0 or errno.
 int write_all(int fd, const void* buf, size_t len) {
@@ -83,7 +75,7 @@ Sampler::~Sampler() {
 void Sampler::configure(std::string samples_path, uint64_t interval_ns, uint32_t pid, bool gpu) {
   std::lock_guard<std::mutex> lock(mu_);
   path_ = std::move(samples_path);
-  tags_path_ = tags_path_for(path_);
+  tags_path_ = with_suffix(path_, ".samples", ".tags");
   interval_ns_ = interval_ns;
   pid_ = pid;
   gpu_wanted_ = gpu;
@@ -413,7 +405,7 @@ void Sampler::reset_after_fork(std::string samples_path, uint32_t pid) {
   statm_fd_ = samples_fd_ = tags_fd_ = -1;
   if (nvml_) nvml_->reset_windows();
   path_ = std::move(samples_path);
-  tags_path_ = tags_path_for(path_);
+  tags_path_ = with_suffix(path_, ".samples", ".tags");
   pid_ = pid;
   inited_ = false;
   header_written_ = false;

@@ -7,17 +7,6 @@
 
 namespace lp {
 
-namespace {
-std::string samples_path_for(const std::string& worker_path) {
-  const std::string ext = ".json";
-  std::string stem = worker_path;
-  if (stem.size() > ext.size() && stem.compare(stem.size() - ext.size(), ext.size(), ext) == 0) {
-    stem.resize(stem.size() - ext.size());
-  }
-  return stem + ".samples";
-}
-}  // namespace
-
 Worker::Worker(WorkerConfig config)
     : config_(std::move(config)),
       recorder_(RecorderOptions{config_.measure_cpu}),
@@ -116,7 +105,7 @@ void Worker::reset_after_fork(std::string path, std::string meta_json) {
   config_.path = std::move(path);
   config_.meta_json = std::move(meta_json);
   if (has_sampler_) {
-    config_.samples_path = samples_path_for(config_.path);
+    config_.samples_path = with_suffix(config_.path, ".json", ".samples");
     sampler_.reset_after_fork(config_.samples_path, uint32_t(getpid()));
   }
   stats_ = FlushStats{};

@@ -168,6 +168,13 @@ std::string worker_file_json(const std::vector<ThreadSnapshot>& threads,
   return out;
 }
 
+std::string with_suffix(const std::string& path, const std::string& old_ext,
+                        const std::string& new_ext) {
+  bool has_old = path.size() > old_ext.size() &&
+                 path.compare(path.size() - old_ext.size(), old_ext.size(), old_ext) == 0;
+  return (has_old ? path.substr(0, path.size() - old_ext.size()) : path) + new_ext;
+}
+
 int write_file_atomically(const std::string& path, const std::string& text) {
   std::string tmp = path + ".tmp";
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

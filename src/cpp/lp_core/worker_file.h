@@ -29,6 +29,11 @@ struct WorkerFileHeader {
 std::string worker_file_json(const std::vector<ThreadSnapshot>& threads,
                              const WorkerFileHeader& header);
 
+/// path with its suffix old_ext replaced by new_ext (new_ext appended when path lacks old_ext):
+/// the worker file's sidecars, e.g. with_suffix("w_x.json", ".json", ".samples").
+std::string with_suffix(const std::string& path, const std::string& old_ext,
+                        const std::string& new_ext);
+
 /// Writes text to path atomically: a temporary file beside it, then rename(2). Creates missing
 /// parent directories. Returns 0 on success, else an errno value (nothing partial is left).
 int write_file_atomically(const std::string& path, const std::string& text);

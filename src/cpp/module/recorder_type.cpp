@@ -836,8 +836,6 @@ PyObject* name_shape_py(PyObject*, PyObject* arg) {
 }
 
 PyMethodDef module_functions[] = {
-    {"bench_noop", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(bench_noop)),
-     METH_FASTCALL, "Does nothing: the benchmarks' floor for a C call (e.g. with two arguments)."},
     {"set_sync_resolver", set_sync_resolver, METH_O,
      "set_sync_resolver(fn or None): fn() gives phase(sync=True) its sync function: a callable, "
      "None (ask again next time) or False (never). Resets the cached answer."},

@@ -9,11 +9,8 @@ from typing import Any
 
 from lineprofiler.accounting.resources_merge import KEY, RunResources, io_by_phase
 from lineprofiler.render import json as _json
+from lineprofiler.render.units import bytes_per_s
 from lineprofiler.render.view import RunView
-
-
-def _rate(n: int, ns: int) -> float | None:
-    return n / (ns / 1e9) if ns else None
 
 
 def resources_doc(view: RunView) -> dict[str, Any] | None:
@@ -28,7 +25,7 @@ def resources_doc(view: RunView) -> dict[str, Any] | None:
             "read_chars": io.get("read_chars", 0),
             "write_chars": io.get("write_chars", 0),
             "page_cache_bytes": max(0, io.get("read_chars", 0) - io.get("read_bytes", 0)),
-            "bytes_per_s": _rate(io.get("read_bytes", 0) + io.get("write_bytes", 0), wall_ns),
+            "bytes_per_s": bytes_per_s(io.get("read_bytes", 0) + io.get("write_bytes", 0), wall_ns),
         }
         for path, io, wall_ns in io_by_phase(run)
     ]
@@ -43,8 +40,8 @@ def resources_doc(view: RunView) -> dict[str, Any] | None:
                 "read_chars": io.read_chars,
                 "write_chars": io.write_chars,
                 "page_cache_bytes": io.page_cache_bytes,
-                "read_bytes_per_s": _rate(io.read_bytes, res.read_moving_ns),
-                "write_bytes_per_s": _rate(io.write_bytes, res.write_moving_ns),
+                "read_bytes_per_s": bytes_per_s(io.read_bytes, res.read_moving_ns),
+                "write_bytes_per_s": bytes_per_s(io.write_bytes, res.write_moving_ns),
                 "write_peak_bytes_per_s": res.write_peak_per_s,
                 "write_sparkline_bytes": res.sparkline_bins(start=run.start_time, end=run.end_time),
                 "no_phase_open_share": res.no_phase_share,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from lineprofiler.accounting.resources_merge import KEY, NO_PHASE, RunResources, io_by_phase
 from lineprofiler.render import text as _text
-from lineprofiler.render.units import NA, fmt_bytes, fmt_share
+from lineprofiler.render.units import NA, bytes_per_s, fmt_bytes, fmt_share
 from lineprofiler.render.view import RunView
 
 RULE = _text.RULE
@@ -16,11 +16,10 @@ TOP_TAGS = 6
 TOP_PROCESSES = 8
 
 
-def fmt_rate(n: int | float | None, ns: int | None) -> str:
+def fmt_byte_rate(n: int | float | None, ns: int | None) -> str:
     """Bytes over ns as ``785.7 MB/s``; n/a without time."""
-    if n is None or not ns:
-        return NA
-    return fmt_bytes(int(n / (ns / 1e9))) + "/s"
+    rate = bytes_per_s(n, ns)
+    return NA if rate is None else fmt_bytes(int(rate)) + "/s"
 
 
 def _path_name(path: tuple[str, ...]) -> str:
@@ -45,7 +44,7 @@ def io_by_phase_block(view: RunView) -> list[str]:
         failed += io.get("failed", 0)
         out.append(
             f"  {_path_name(path):<{width}}r {fmt_bytes(rb):>10}   w {fmt_bytes(wb):>10}"
-            f"   {fmt_rate(rb + wb, wall_ns):>12}"
+            f"   {fmt_byte_rate(rb + wb, wall_ns):>12}"
         )
         cache = max(0, rc - rb)
         if cache:
@@ -66,12 +65,12 @@ def io_block(view: RunView) -> list[str]:
     out = ["I/O", RULE]
     out.append(
         f"{'Read (from disk)':<30}{fmt_bytes(io.read_bytes):>12}"
-        f"{fmt_rate(io.read_bytes, res.read_moving_ns):>16}"
+        f"{fmt_byte_rate(io.read_bytes, res.read_moving_ns):>16}"
     )
     out.append(f"{'Read (from page cache)':<30}{fmt_bytes(io.page_cache_bytes):>12}")
     out.append(
         f"{'Write':<30}{fmt_bytes(io.write_bytes):>12}"
-        f"{fmt_rate(io.write_bytes, res.write_moving_ns):>16}"
+        f"{fmt_byte_rate(io.write_bytes, res.write_moving_ns):>16}"
     )
     bins = res.sparkline_bins(start=view.run.start_time, end=view.run.end_time)
     if bins:

@@ -49,6 +49,13 @@ def fmt_ratio(ratio: float | None) -> str:
     return f"{ratio:.2f}x"
 
 
+def bytes_per_s(n: int | float | None, ns: int | None) -> float | None:
+    """A byte count over a duration in ns, in bytes per second; None without either."""
+    if n is None or not ns:
+        return None
+    return n / (ns / 1e9)
+
+
 def fmt_bytes(n: int | None) -> str:
     """Decimal units, as the spec's I/O block: ``408.7 MB``, ``0 B``."""
     if n is None:
