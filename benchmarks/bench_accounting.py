@@ -6,7 +6,8 @@ Every row of the spec's overhead table, measured in one process in interleaved r
 call and as a ratio to the floor: `with obj.phase("x"): pass` where phase is a METH_FASTCALL method
 of a C type returning a C object whose __enter__/__exit__ do nothing (an unbound
 lineprofiler._core.PhaseFront, the base class of Profiler). count() is compared with an empty C method
-call taking two arguments. Peers doing a comparable job are measured where installed.
+call taking two arguments. Peers doing a comparable job are measured where installed. The same C
+call plus the two wall-clock reads an enabled entry makes shows what the clock itself costs here.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
     cases: dict[str, tuple[str, dict]] = {
         "floor: with on an empty C context manager": ("with null.phase('x'): pass", g),
         "floor: empty C method call, two arguments": ("null._bench_noop('x', 1)", g),
+        "empty C method call plus two wall-clock reads": ("null._bench_clock_pair('x', 1)", g),
         "phase(), enabled=False": ("with off.phase('x'): pass", g),
         "accounting.phase(), nothing installed": (
             "with accounting.phase('x'): pass",
@@ -180,6 +182,14 @@ def main() -> int:
         ns["accounting.phase(), installed, measure_cpu=False"]
         - ns["profiler.phase() of that installed profiler"]
     )
+    # What the clock itself costs: an enabled entry reads it twice, whatever the code around it.
+    clock_pair_ns = max(0.0, ns["empty C method call plus two wall-clock reads"] - call_floor)
+    enabled_ns = ns["phase(), enabled=True, measure_cpu=False"]
+    clock = {
+        "two_reads_ns": clock_pair_ns,
+        "two_reads_ratio_to_floor": clock_pair_ns / floor,
+        "enabled_nocpu_less_clock_ratio": (enabled_ns - clock_pair_ns) / floor,
+    }
     info = {
         "date": time.strftime("%Y-%m-%d"),
         "python": platform.python_version(),
@@ -194,6 +204,7 @@ def main() -> int:
                     "ns_per_call": ns,
                     "ratio": ratios,
                     "installed_dispatch_delta_ns": delta,
+                    "wall_clock_cost": clock,
                 },
                 indent=2,
             )
@@ -210,6 +221,11 @@ def main() -> int:
         )
     )
     print(f"\naccounting.phase() vs profiler.phase(), enabled: {delta:+.1f} ns")
+    print(
+        f"two wall-clock reads ({info['wall_clock']}): {clock_pair_ns:.1f} ns = "
+        f"{clock['two_reads_ratio_to_floor']:.2f}x floor; phase(), enabled=True, "
+        f"measure_cpu=False without them: {clock['enabled_nocpu_less_clock_ratio']:.2f}x floor"
+    )
     return 0
 
 

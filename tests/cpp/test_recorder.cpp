@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -95,6 +96,23 @@ TEST_CASE("out-of-order exits close the frames above; unmatched exits record not
   auto snap = rec.snapshot();
   CHECK(find(snap[0], {"x"})->calls == 1);
   CHECK(find(snap[0], {"x", "y"})->calls == 1);
+}
+
+TEST_CASE("counters clamp at the int64 range instead of wrapping") {
+  lp::Recorder rec(lp::RecorderOptions{false});
+  lp::ThreadState* ts = rec.register_thread("main");
+  uint32_t up = lp::NameTable::instance().intern("up");
+  uint32_t down = lp::NameTable::instance().intern("down");
+  ts->count(up, INT64_MAX - 1);
+  ts->count(up, 5);
+  ts->count(down, INT64_MIN + 1);
+  ts->count(down, -5);
+  ts->count(down, 3);  // back off the floor by what was added
+  auto snap = rec.snapshot();
+  std::map<uint32_t, int64_t> got(snap[0].nodes[0].counters.begin(),
+                                  snap[0].nodes[0].counters.end());
+  CHECK(got[up] == INT64_MAX);
+  CHECK(got[down] == INT64_MIN + 3);
 }
 
 TEST_CASE("depth overflow is counted, and the tree folds at kMaxNodes") {

@@ -170,8 +170,9 @@ def test_each_tier_bills_mixed_phases_their_true_cpu_time(forced_tier, tmp_path)
             off_cpu += rec["wall_ns"] - outer
             assert rec["wall_ns"] - rec["cpu_ns"] > rec["wall_ns"] // 3  # mostly waiting
     # Cannot pass by accident: a clock that counted wall time would be off by the off-CPU time,
-    # far beyond any tolerance above.
-    assert off_cpu > 10 * (steal + 2_000_000)
+    # which must clear the tolerance above (dominated by the steal) with room to spare. A host
+    # stealing that much makes the run inconclusive, not wrong.
+    assert off_cpu > 3 * (steal + 2_000_000), (off_cpu, steal)
 
 
 def test_forced_syscall_tier_is_recorded_in_the_worker_file(tmp_path):

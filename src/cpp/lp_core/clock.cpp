@@ -54,6 +54,7 @@ void wall_clock_init(bool allow_tsc) {
   anchor(tsc1, mono1);
   if (tsc1 <= tsc0 || mono1 <= mono0) return;
   detail::g_wall.ns_per_tick = double(mono1 - mono0) / double(tsc1 - tsc0);
+  detail::g_wall.ns_per_tick_q32 = uint64_t(detail::g_wall.ns_per_tick * 4294967296.0 + 0.5);
   detail::g_wall.use_tsc = true;
 #else
   (void)allow_tsc;

@@ -30,7 +30,8 @@ inline uint64_t unix_ns() {
 namespace detail {
 struct WallClockState {
   bool use_tsc = false;
-  double ns_per_tick = 1.0;  // 1.0 when ticks are CLOCK_MONOTONIC ns
+  double ns_per_tick = 1.0;                 // 1.0 when ticks are CLOCK_MONOTONIC ns
+  uint64_t ns_per_tick_q32 = 1ull << 32;  // ns_per_tick times 2^32, rounded
 };
 extern WallClockState g_wall;
 }  // namespace detail
@@ -52,10 +53,11 @@ inline uint64_t wall_ticks() {
   return monotonic_ns();
 }
 
-/// Converts a tick difference to nanoseconds.
+/// Converts a tick difference to nanoseconds, rounded (one 64x64->128-bit multiply; exact for
+/// CLOCK_MONOTONIC ticks, whose factor is 1).
 inline uint64_t ticks_to_ns(uint64_t dticks) {
-  if (!detail::g_wall.use_tsc) return dticks;
-  return uint64_t(double(dticks) * detail::g_wall.ns_per_tick + 0.5);
+  unsigned __int128 q32 = static_cast<unsigned __int128>(dticks) * detail::g_wall.ns_per_tick_q32;
+  return uint64_t((q32 + (1ull << 31)) >> 32);
 }
 
 }  // namespace lp

@@ -32,6 +32,15 @@ inline void bump(std::atomic<T>& a, T v) {
   a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
 }
 
+/// Single-writer saturating add: a counter clamps at the int64 range instead of wrapping.
+inline void bump_saturated(std::atomic<int64_t>& a, int64_t v) {
+  int64_t sum;
+  if (__builtin_add_overflow(a.load(std::memory_order_relaxed), v, &sum)) {
+    sum = v > 0 ? INT64_MAX : INT64_MIN;
+  }
+  a.store(sum, std::memory_order_relaxed);
+}
+
 struct Counter {
   explicit Counter(uint32_t name) : name_id(name) {}
   const uint32_t name_id;
@@ -173,8 +182,9 @@ class ThreadState {
   /// bytes are scaled like the entry's time.
   void exit_io(const void* token);
 
-  /// Adds n to counter name_id on the innermost open phase (the root when none is open).
-  /// Inside a sampled entry n is scaled like the entry; inside a skipped one nothing is added.
+  /// Adds n to counter name_id on the innermost open phase (the root when none is open), clamped
+  /// to the int64 range. Inside a sampled entry n is scaled like the entry; inside a skipped one
+  /// nothing is added.
   inline void count(uint32_t name_id, int64_t n) {
     if (__builtin_expect(skip_token_ != nullptr, 0)) return;
     uint32_t d = depth_.load(std::memory_order_relaxed);
@@ -186,11 +196,11 @@ class ThreadState {
     Node& nd = nodes_[node];
     for (uint32_t c : nd.counters) {
       if (counters_[c].name_id == name_id) {
-        bump(counters_[c].value, n);
+        bump_saturated(counters_[c].value, n);
         return;
       }
     }
-    bump(add_counter(node, name_id).value, n);
+    bump_saturated(add_counter(node, name_id).value, n);
   }
 
   /// Name id of the innermost open phase, or kRootNameId (0) when none is open. Owner only.

@@ -21,6 +21,9 @@
 namespace lp_module {
 namespace {
 
+// Off the hot path: kept out of line so phase()/count()/__enter__/__exit__ stay small.
+#define LP_COLD __attribute__((noinline, cold))
+
 // ---------------------------------------------------------------------------------------------
 // Names
 
@@ -36,7 +39,7 @@ inline NameCacheEntry& name_cache_slot(PyObject* name) {
   return g_name_cache[(reinterpret_cast<uintptr_t>(name) >> 4) & (kNameCacheSize - 1)];
 }
 
-bool name_id_slow(PyObject* name, NameCacheEntry& entry, uint32_t* id) {
+LP_COLD bool name_id_slow(PyObject* name, NameCacheEntry& entry, uint32_t* id) {
   PyObject* text = PyUnicode_Check(name) ? (Py_INCREF(name), name) : PyObject_Str(name);
   if (!text) return false;
   Py_ssize_t len = 0;
@@ -81,9 +84,14 @@ PyObject* name_str(uint32_t id) {
 // ---------------------------------------------------------------------------------------------
 // Types
 
+struct ScopeObject;
+constexpr int kSpareScopes = 4;  // reusable scopes per recorder (see take_scope)
+
 struct RecorderObject {
   PyObject_HEAD
   lp::Worker* worker;
+  lp::Recorder* recorder;    // worker's recorder (the hot path's one load)
+  ScopeObject* spare[kSpareScopes];  // strong references, or nullptr until first needed
   bool closed;
   bool strict_names;
   uint64_t serial;           // unique per recorder of the process (never reused, unlike addresses)
@@ -95,7 +103,9 @@ struct RecorderObject {
 
 struct ScopeObject {
   PyObject_HEAD
-  RecorderObject* rec;  // strong reference
+  // A strong reference, except in a recorder's spare scopes (kScopeSpare), which borrow it and
+  // hold nullptr once the recorder is gone (entering or exiting then does nothing).
+  RecorderObject* rec;
   uint32_t name_id;
   uint32_t flags;
   uint32_t sample_every;  // 1: every entry measured
@@ -104,6 +114,7 @@ struct ScopeObject {
 constexpr uint32_t kScopeIo = 1u << 0;
 constexpr uint32_t kScopeSync = 1u << 1;
 constexpr uint32_t kScopeRecorded = 1u << 2;  // set by __enter__ when the entry was recorded
+constexpr uint32_t kScopeSpare = 1u << 3;     // one of RecorderObject::spare
 
 uint64_t g_next_recorder_serial = 1;
 PyObject* g_phase_name_warning = nullptr;  // lineprofiler._core.PhaseNameWarning
@@ -117,7 +128,7 @@ PyObject* g_kw_name = nullptr;
 // Phase-name hygiene: checked the first time a recorder sees a name object, never again.
 
 // Warns (once per shape) or, with strict_names, raises. Returns false with an exception set.
-bool check_name_shape(RecorderObject* r, uint32_t id) {
+LP_COLD bool check_name_shape(RecorderObject* r, uint32_t id) {
   std::string text = lp::NameTable::instance().name(id);
   lp::ShapeVerdict v = r->shapes->note(id, text);
   if (r->strict_names && v.ordinal >= 2) {
@@ -218,7 +229,11 @@ inline ScopeObject* scope_new() {
 
 void scope_dealloc(PyObject* self) {
   ScopeObject* s = reinterpret_cast<ScopeObject*>(self);
-  Py_CLEAR(s->rec);
+  if (s->flags & kScopeSpare) {
+    s->rec = nullptr;  // borrowed
+  } else {
+    Py_CLEAR(s->rec);
+  }
   if (g_scope_free_count < kScopeFreeMax) {
     g_scope_free[g_scope_free_count++] = s;
     return;
@@ -237,7 +252,7 @@ PyObject* thread_name_now() {
   return name;
 }
 
-lp::ThreadState* register_thread(RecorderObject* r) {
+LP_COLD lp::ThreadState* register_thread(RecorderObject* r) {
   std::string name;
   PyObject* py_name = thread_name_now();
   if (py_name && PyUnicode_Check(py_name)) {
@@ -246,11 +261,11 @@ lp::ThreadState* register_thread(RecorderObject* r) {
   }
   Py_XDECREF(py_name);
   PyErr_Clear();
-  return r->worker->recorder().register_thread(name);
+  return r->recorder->register_thread(name);
 }
 
 inline lp::ThreadState* thread_state(RecorderObject* r) {
-  lp::ThreadState* ts = r->worker->recorder().thread_state();
+  lp::ThreadState* ts = r->recorder->thread_state();
   return ts ? ts : register_thread(r);
 }
 
@@ -259,7 +274,7 @@ inline lp::ThreadState* thread_state(RecorderObject* r) {
 
 PyObject* scope_enter(PyObject* self, PyObject*) {
   ScopeObject* s = reinterpret_cast<ScopeObject*>(self);
-  if (!s->rec->closed) {
+  if (s->rec && !s->rec->closed) {
     lp::ThreadState* ts = thread_state(s->rec);
     bool recorded = (s->flags & kScopeIo) ? ts->enter_io(s->name_id, self, s->sample_every)
                                           : ts->enter(s->name_id, self, s->sample_every);
@@ -279,7 +294,7 @@ PyObject* scope_enter(PyObject* self, PyObject*) {
 
 PyObject* scope_exit(PyObject* self, PyObject* const*, Py_ssize_t) {
   ScopeObject* s = reinterpret_cast<ScopeObject*>(self);
-  lp::ThreadState* ts = s->rec->worker->recorder().thread_state();
+  lp::ThreadState* ts = s->rec ? s->rec->recorder->thread_state() : nullptr;
   if (!ts) Py_RETURN_NONE;
   if (s->flags & kScopeRecorded) {
     if (s->flags & kScopeSync) cuda_sync_now();
@@ -372,6 +387,31 @@ bool parse_phase_options(PyObject* const* args, Py_ssize_t nargs, PyObject* kwna
   return !values[3] || parse_sample(values[3], sample_every);
 }
 
+// A scope of r for phase() to fill in: one of r's spare scopes that nothing else references (so
+// no with block can still enter or exit it), else a fresh one. The spares make the common
+// `with profiler.phase(...)` allocate and free nothing; a user holding several scopes at once
+// gets distinct objects.
+inline ScopeObject* take_scope(RecorderObject* r) {
+  for (ScopeObject*& spare : r->spare) {
+    if (!spare) {
+      spare = PyObject_New(ScopeObject, &ScopeType);
+      if (!spare) return nullptr;
+      spare->rec = r;
+      spare->flags = kScopeSpare;
+    }
+    if (Py_REFCNT(spare) == 1) {
+      Py_INCREF(spare);
+      return spare;
+    }
+  }
+  ScopeObject* s = scope_new();
+  if (!s) return nullptr;
+  Py_INCREF(r);
+  s->rec = r;
+  s->flags = 0;
+  return s;
+}
+
 PyObject* make_scope(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
                      PyObject* kwnames) {
   uint32_t flags = 0;
@@ -384,12 +424,10 @@ PyObject* make_scope(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
   if (r->closed) return null_scope();
   uint32_t id;
   if (!phase_name_id(r, name, &id)) return nullptr;
-  ScopeObject* s = scope_new();
+  ScopeObject* s = take_scope(r);
   if (!s) return nullptr;
-  Py_INCREF(r);
-  s->rec = r;
   s->name_id = id;
-  s->flags = flags;
+  s->flags = flags | (s->flags & kScopeSpare);
   s->sample_every = sample_every;
   return reinterpret_cast<PyObject*>(s);
 }
@@ -456,11 +494,8 @@ PyObject* do_count(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs, P
   // The common count(name) and count(name, int) skip the general parse.
   PyObject* name;
   int64_t n = 1;
-  if (!kwnames && nargs == 1) {
+  if (!kwnames && (nargs == 1 || (nargs == 2 && small_int_value(args[1], &n)))) {
     name = args[0];
-  } else if (!kwnames && nargs == 2 && PyLong_CheckExact(args[1])) {
-    name = args[0];
-    n = saturated_int64(args[1]);
   } else if (!parse_count_args(args, nargs, kwnames, &name, &n)) {
     return nullptr;
   }
@@ -685,6 +720,8 @@ PyObject* recorder_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   config.sample_interval_ns = sample_interval_ns;
   config.sample_gpu = sample_gpu != 0;
   self->worker = new lp::Worker(std::move(config));
+  self->recorder = &self->worker->recorder();
+  for (ScopeObject*& spare : self->spare) spare = nullptr;
   self->closed = false;
   self->strict_names = strict_names != 0;
   self->serial = g_next_recorder_serial++;
@@ -704,6 +741,12 @@ PyObject* recorder_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
 void recorder_dealloc(PyObject* self) {
   RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
   if (r->weakreflist) PyObject_ClearWeakRefs(self);
+  for (ScopeObject*& spare : r->spare) {  // a spare a user still holds now does nothing
+    if (spare) {
+      spare->rec = nullptr;
+      Py_CLEAR(spare);
+    }
+  }
   if (r->worker) {
     Py_BEGIN_ALLOW_THREADS r->worker->stop_thread();
     Py_END_ALLOW_THREADS delete r->worker;
@@ -772,6 +815,17 @@ void front_dealloc(PyObject* self) {
 
 PyObject* bench_noop(PyObject*, PyObject* const*, Py_ssize_t) { Py_RETURN_NONE; }
 
+// _bench_noop plus the two wall-clock reads an enabled phase entry makes (its difference from
+// _bench_noop is what the clock itself costs on this machine).
+PyObject* bench_clock_pair(PyObject*, PyObject* const*, Py_ssize_t) {
+  uint64_t t0 = lp::wall_ticks();
+  uint64_t dt_ns = lp::ticks_to_ns(lp::wall_ticks() - t0);
+  __asm__ volatile("" : : "r"(dt_ns));  // keep both reads
+  Py_RETURN_NONE;
+}
+
+PyObject* front_init_subclass(PyObject* cls, PyObject* args, PyObject* kwds);
+
 PyMethodDef front_methods[] = {
     {"phase", LP_FASTCALL_KW(front_phase),
      "phase(name, io=False, sync=False, sample=None) -> a context manager timing one entry into "
@@ -782,7 +836,63 @@ PyMethodDef front_methods[] = {
     {"_bind", front_bind, METH_O, "_bind(recorder or None): the recorder phase()/count() use."},
     {"_bench_noop", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(bench_noop)),
      METH_FASTCALL, "Does nothing: the benchmarks' floor for a C method call."},
+    {"_bench_clock_pair",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(bench_clock_pair)),
+     METH_FASTCALL, "_bench_noop plus two wall-clock reads: the benchmarks' cost of the clock."},
+    {"__init_subclass__",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(front_init_subclass)),
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "Gives each subclass its own phase/count descriptors (see front_init_subclass)."},
     {nullptr, nullptr, 0, nullptr}};
+
+constexpr int kFrontPhase = 0;  // indices into front_methods of the methods re-declared per subclass
+constexpr int kFrontCount = 1;
+
+// Whether the first definition of `name` along cls's MRO after cls itself is one of ours: the base
+// type's own descriptor, or one this function installed on an intermediate subclass. A subclass
+// that overrides phase/count in Python keeps its override, and so do its subclasses.
+bool inherits_front_method(PyTypeObject* cls, PyObject* name, PyMethodDef* def) {
+  PyObject* mro = cls->tp_mro;
+  for (Py_ssize_t i = 1; mro && i < PyTuple_GET_SIZE(mro); ++i) {
+    PyObject* dict = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i))->tp_dict;
+    PyObject* found = dict ? PyDict_GetItemWithError(dict, name) : nullptr;
+    if (found) {
+      return Py_IS_TYPE(found, &PyMethodDescr_Type) &&
+             reinterpret_cast<PyMethodDescrObject*>(found)->d_method == def;
+    }
+    if (PyErr_Occurred()) return false;
+  }
+  return false;
+}
+
+// PhaseFront.__init_subclass__: re-declares phase() and count() on each subclass as method
+// descriptors of that subclass. CPython's specialised call of a C method (3.11's PRECALL_*_METHOD_
+// DESCRIPTOR_*, 3.12's CALL_*_METHOD_DESCRIPTOR_*) requires the instance's type to be exactly the
+// descriptor's type and falls back to the generic call otherwise (~10-20 ns per call here), so a
+// Profiler (a Python subclass) would pay that on every phase() and count(). The C functions only
+// touch the PhaseFront part of the object, which every subclass shares.
+PyObject* front_init_subclass(PyObject* cls, PyObject* args, PyObject* kwds) {
+  if (PyTuple_GET_SIZE(args) || (kwds && PyDict_GET_SIZE(kwds))) {
+    PyErr_SetString(PyExc_TypeError, "PhaseFront.__init_subclass__() takes no arguments");
+    return nullptr;
+  }
+  PyTypeObject* type = reinterpret_cast<PyTypeObject*>(cls);
+  for (int i : {kFrontPhase, kFrontCount}) {
+    PyMethodDef* def = &front_methods[i];
+    PyObject* name = PyUnicode_InternFromString(def->ml_name);
+    if (!name) return nullptr;
+    int own = PyDict_Contains(type->tp_dict, name);
+    bool install = own == 0 && inherits_front_method(type, name, def);
+    PyObject* descr = install ? PyDescr_NewMethod(type, def) : nullptr;
+    int rc = own < 0 || PyErr_Occurred() ? -1
+             : descr                     ? PyObject_SetAttr(cls, name, descr)
+                                         : 0;
+    Py_XDECREF(descr);
+    Py_DECREF(name);
+    if (rc < 0) return nullptr;
+  }
+  Py_RETURN_NONE;
+}
 
 PyObject* installed_phase(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return phase_on(g_installed, args, nargs, kwnames);
@@ -891,7 +1001,11 @@ int add_recorder_types(PyObject* module) {
   FrontType.tp_basicsize = sizeof(FrontObject);
   FrontType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE;
   FrontType.tp_doc = "Base of accounting.Profiler: phase()/count() on a bound Recorder, or no-ops.";
-  FrontType.tp_new = PyType_GenericNew;
+  // object.__new__ itself, not PyType_GenericNew: it gives a Python subclass's instances their
+  // inline attribute values. Without them CPython 3.12 cannot specialise `profiler.phase` /
+  // `profiler.count` once the instance has any attribute (~+30 ns a call). The zero-filled
+  // allocation leaves rec unbound.
+  FrontType.tp_new = PyBaseObject_Type.tp_new;
   FrontType.tp_dealloc = front_dealloc;
   FrontType.tp_methods = front_methods;
 

@@ -82,6 +82,44 @@ class Profiler(_core.PhaseFront):
             ``backend_window=(start, stop)`` entries into ``window_phase``.
     """
 
+    # Slots, not an instance __dict__: CPython specialises `profiler.phase(...)` and
+    # `profiler.count(...)` only while the instance's attributes fit its inline values (at most
+    # ~30, and a dict a C base class's __new__ did not set up defeats it on 3.12); with slots the
+    # method lookup is always the cheap no-dict case. Assigning any other attribute raises.
+    __slots__ = (
+        "__weakref__",
+        "_annotator",
+        "_closed",
+        "_delta_cursor",
+        "_fork_inherited",
+        "_hooks",
+        "_installed",
+        "_rec",
+        "_shutting_down",
+        "_snapshot_callbacks",
+        "_snapshot_interval_ns",
+        "_warned_unwritable",
+        "annotate",
+        "backend",
+        "backend_state",
+        "backend_window",
+        "enabled",
+        "host",
+        "measure_cpu",
+        "pid",
+        "role",
+        "run_dir",
+        "run_id",
+        "sample_interval_s",
+        "snapshot_interval_s",
+        "start_unix_ns",
+        "strict_names",
+        "thread_names",
+        "uid8",
+        "window_phase",
+        "worker_path",
+    )
+
     def __init__(
         self,
         run_dir: str | os.PathLike[str] | None = None,
