@@ -20,11 +20,12 @@ TEST_CASE("quotes, backslashes and control characters are escaped") {
 }
 
 TEST_CASE("valid UTF-8 passes through; invalid bytes become U+FFFD") {
-  CHECK(esc("caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80") == "\"caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80\"");
+  CHECK(esc("caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80") ==
+        "\"caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80\"");
   CHECK(esc("bad\xff") == "\"bad\\ufffd\"");
-  CHECK(esc("\xc3") == "\"\\ufffd\"");              // truncated sequence
+  CHECK(esc("\xc3") == "\"\\ufffd\"");                        // truncated sequence
   CHECK(esc("\xed\xa0\x80") == "\"\\ufffd\\ufffd\\ufffd\"");  // encoded surrogate
-  CHECK(esc("\xc0\xaf") == "\"\\ufffd\\ufffd\"");   // overlong
+  CHECK(esc("\xc0\xaf") == "\"\\ufffd\\ufffd\"");             // overlong
 }
 
 TEST_CASE("numbers") {

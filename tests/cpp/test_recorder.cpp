@@ -1,6 +1,5 @@
 // tests/cpp/test_recorder.cpp: tree nesting, self time, counters, snapshots racing recording.
 #include <doctest/doctest.h>
-
 #include <unistd.h>
 
 #include <atomic>

@@ -61,6 +61,8 @@ void wall_clock_init(bool allow_tsc) {
 #endif
 }
 
-const char* wall_clock_name() { return detail::g_wall.use_tsc ? "tsc" : "monotonic"; }
+const char* wall_clock_name() {
+  return detail::g_wall.use_tsc ? "tsc" : "monotonic";
+}
 
 }  // namespace lp

@@ -30,7 +30,7 @@ inline uint64_t unix_ns() {
 namespace detail {
 struct WallClockState {
   bool use_tsc = false;
-  double ns_per_tick = 1.0;                 // 1.0 when ticks are CLOCK_MONOTONIC ns
+  double ns_per_tick = 1.0;               // 1.0 when ticks are CLOCK_MONOTONIC ns
   uint64_t ns_per_tick_q32 = 1ull << 32;  // ns_per_tick times 2^32, rounded
 };
 extern WallClockState g_wall;

@@ -15,7 +15,8 @@
 //             CONFIG_IRQ_TIME_ACCOUNTING kernels. That is < kAnchorMaxAgeNs by construction
 //             (a longer pause makes the next read re-anchor), so one phase's CPU time is within
 //             kAnchorMaxAgeNs + kAnchorMaxCallNs / 2 of CLOCK_THREAD_CPUTIME_ID's; in aggregate
-//             it over-counts by the share of short host pauses (unbilled_ns() / audited_ns() below).
+//             it over-counts by the share of short host pauses (unbilled_ns() / audited_ns()
+//             below).
 //   syscall   clock_gettime(CLOCK_THREAD_CPUTIME_ID): the ground truth, ~600 ns a read in a VM.
 #pragma once
 

@@ -33,8 +33,8 @@ extern const HistTables g_hist_tables;
 /// Bucket index of a duration in nanoseconds.
 inline int hist_bucket(uint64_t ns) {
   if (ns < kHistExactBuckets) return int(ns);
-  int e = 63 - __builtin_clzll(ns);          // 4..63
-  uint64_t frac = ns << (64 - e);            // fractional bits of the mantissa, as 0.64 fixed point
+  int e = 63 - __builtin_clzll(ns);  // 4..63
+  uint64_t frac = ns << (64 - e);    // fractional bits of the mantissa, as 0.64 fixed point
   int j = detail::g_hist_tables.first_sub[frac >> 58];
   j += (frac >= detail::g_hist_tables.threshold[j + 1]);
   int b = kHistExactBuckets + kHistSubBuckets * (e - 4) + j;

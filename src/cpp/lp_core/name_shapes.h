@@ -17,11 +17,11 @@ std::string name_shape(std::string_view name);
 
 /// What NameShapes::note found out about a phase name.
 struct ShapeVerdict {
-  bool is_new = false;     // first time this name was noted
-  uint32_t ordinal = 1;    // 1 for the first name of its shape, 2 for the second, ...
+  bool is_new = false;       // first time this name was noted
+  uint32_t ordinal = 1;      // 1 for the first name of its shape, 2 for the second, ...
   uint32_t shape_count = 1;  // distinct names of that shape so far
-  bool warn_now = false;   // this name brought the shape to kShapeWarnAt (reported once a shape)
-  std::string shape;       // the shape (only filled when the name has a data-like part)
+  bool warn_now = false;     // this name brought the shape to kShapeWarnAt (reported once a shape)
+  std::string shape;         // the shape (only filled when the name has a data-like part)
 };
 
 /// Names per shape of one profiler. Only called when a name is not yet known to be checked (the
@@ -40,7 +40,7 @@ class NameShapes {
     bool warned = false;
   };
   struct NameInfo {
-    uint32_t ordinal = 0;  // 0: not noted yet
+    uint32_t ordinal = 0;               // 0: not noted yet
     uint32_t shape_index = UINT32_MAX;  // into shape_keys_, UINT32_MAX: no data-like part
   };
   std::mutex mu_;

@@ -13,7 +13,9 @@ namespace lp {
 namespace {
 std::atomic<uint64_t> g_next_generation{1};
 
-uint64_t current_os_tid() { return uint64_t(syscall(SYS_gettid)); }
+uint64_t current_os_tid() {
+  return uint64_t(syscall(SYS_gettid));
+}
 }  // namespace
 
 __thread TlsCache g_tls_cache __attribute__((tls_model("initial-exec"))) = {0, nullptr};

@@ -23,8 +23,8 @@
 namespace lp {
 
 constexpr uint32_t kRootNode = 0;
-constexpr uint32_t kMaxDepth = 128;     // deeper phases are counted in depth_overflow, not recorded
-constexpr uint32_t kMaxNodes = 4096;    // paths per thread before new ones fold into "(folded)"
+constexpr uint32_t kMaxDepth = 128;   // deeper phases are counted in depth_overflow, not recorded
+constexpr uint32_t kMaxNodes = 4096;  // paths per thread before new ones fold into "(folded)"
 
 /// Single-writer add: a relaxed load and store, no read-modify-write instruction.
 template <typename T>
@@ -50,7 +50,7 @@ struct Counter {
 struct Node {
   Node(uint32_t name, uint32_t parent_node) : name_id(name), parent(parent_node) {}
   const uint32_t name_id;
-  const uint32_t parent;  // kRootNode's parent is itself
+  const uint32_t parent;           // kRootNode's parent is itself
   std::vector<uint32_t> children;  // node indices; appended under ThreadState::struct_mu
   std::vector<uint32_t> counters;  // indices into ThreadState::counters; same rule
   uint32_t last_child = 0;         // owner-only lookup hint
@@ -72,7 +72,8 @@ struct Node {
 struct Frame {
   std::atomic<uint32_t> node{0};
   std::atomic<uint64_t> t0_ticks{0};
-  std::atomic<uint32_t> scale{1};  // entries this one stands for (product of enclosing sample strides)
+  std::atomic<uint32_t> scale{
+      1};  // entries this one stands for (product of enclosing sample strides)
   uint64_t c0_ns = 0;
   const void* token = nullptr;
   // Only meaningful for an entry opened with enter_io(); owner-only.
@@ -236,7 +237,8 @@ class ThreadState {
   bool read_io(IoCounters* out);
   void mark_sampled(uint32_t node, uint32_t scale) {
     std::atomic<uint32_t>& every = nodes_[node].sample_every;
-    if (every.load(std::memory_order_relaxed) < scale) every.store(scale, std::memory_order_relaxed);
+    if (every.load(std::memory_order_relaxed) < scale)
+      every.store(scale, std::memory_order_relaxed);
   }
   static int64_t scale_count(int64_t n, uint32_t scale) {
     int64_t out;
@@ -263,15 +265,15 @@ class ThreadState {
   const bool measure_cpu_;
   ThreadCpuClock cpu_;
   mutable std::mutex struct_mu_;
-  StableArray<Node, 4, (kMaxNodes + 1 + 15) / 16> nodes_;   // kMaxNodes paths + "(folded)"
-  StableArray<Counter, 6, 1024> counters_;                   // up to 65,536 counters per thread
-  uint32_t folded_node_ = 0;  // created on first fold
+  StableArray<Node, 4, (kMaxNodes + 1 + 15) / 16> nodes_;  // kMaxNodes paths + "(folded)"
+  StableArray<Counter, 6, 1024> counters_;                 // up to 65,536 counters per thread
+  uint32_t folded_node_ = 0;                               // created on first fold
   const void* skip_token_ = nullptr;  // the skipped sampled entry this thread is inside, if any
   std::atomic<uint32_t> depth_{0};
   Frame frames_[kMaxDepth];
-  IoCounterFile io_file_;        // this thread's /proc io file, opened on the first io=True entry
+  IoCounterFile io_file_;  // this thread's /proc io file, opened on the first io=True entry
   bool io_open_tried_ = false;
-  uint64_t io_own_rchar_ = 0;    // bytes this thread's own counter reads returned
+  uint64_t io_own_rchar_ = 0;  // bytes this thread's own counter reads returned
 };
 
 /// A consistent-enough copy of one node: each value is read atomically; values of one node may
@@ -283,10 +285,10 @@ struct NodeSnapshot {
   uint64_t calls = 0;
   uint64_t wall_ns = 0;
   uint64_t cpu_ns = 0;
-  uint64_t open_ns = 0;     // time so far of entries still open at the snapshot
-  uint32_t open_count = 0;  // how many entries of this node are open
+  uint64_t open_ns = 0;       // time so far of entries still open at the snapshot
+  uint32_t open_count = 0;    // how many entries of this node are open
   uint32_t sample_every = 0;  // > 1: values are scaled estimates (one entry in N measured)
-  std::vector<std::pair<uint16_t, uint64_t>> hist;  // sparse (bucket, count)
+  std::vector<std::pair<uint16_t, uint64_t>> hist;     // sparse (bucket, count)
   std::vector<std::pair<uint32_t, int64_t>> counters;  // (name id, value)
   uint64_t io_calls = 0, io_failed = 0, io_read_bytes = 0, io_write_bytes = 0, io_rchar = 0,
            io_wchar = 0;

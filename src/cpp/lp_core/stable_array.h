@@ -1,4 +1,5 @@
-// lp_core/stable_array.h: an append-only array of chunks whose elements never move (two loads per index).
+// lp_core/stable_array.h: an append-only array of chunks whose elements never move (two loads per
+// index).
 #pragma once
 
 #include <cstddef>
@@ -27,7 +28,9 @@ class StableArray {
     for (size_t c = 0; c < MaxChunks && chunks_[c]; ++c) ::operator delete(chunks_[c]);
   }
 
-  T& operator[](size_t i) { return reinterpret_cast<T*>(chunks_[i >> ChunkBits])[i & (kChunk - 1)]; }
+  T& operator[](size_t i) {
+    return reinterpret_cast<T*>(chunks_[i >> ChunkBits])[i & (kChunk - 1)];
+  }
   const T& operator[](size_t i) const {
     return reinterpret_cast<const T*>(chunks_[i >> ChunkBits])[i & (kChunk - 1)];
   }

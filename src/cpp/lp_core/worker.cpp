@@ -18,7 +18,9 @@ Worker::Worker(WorkerConfig config)
   }
 }
 
-Worker::~Worker() { stop_thread(); }
+Worker::~Worker() {
+  stop_thread();
+}
 
 std::string Worker::render(bool final) const {
   WorkerFileHeader h;

@@ -1,4 +1,5 @@
-// lp_core/worker_file.h: serialising a recorder snapshot into the worker-file JSON, written atomically.
+// lp_core/worker_file.h: serialising a recorder snapshot into the worker-file JSON, written
+// atomically.
 #pragma once
 
 #include <cstdint>

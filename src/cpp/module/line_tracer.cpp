@@ -90,7 +90,8 @@ CodeInfo* decide(Tracer* t, PyObject* code) {
 namespace {
 
 struct LineTracerObject {
-  PyObject_HEAD Tracer* t;
+  PyObject_HEAD
+  Tracer* t;
   EventCounts totals;  // callbacks counted over all activations since the last clear()
   PyObject* weakreflist;
 };

@@ -54,7 +54,8 @@ namespace {
 
 // The layout of PyFrameObject in 3.11 (Include/internal/pycore_frame.h), checked at install.
 struct FrameMirror {
-  PyObject_HEAD PyFrameObject* f_back;
+  PyObject_HEAD
+  PyFrameObject* f_back;
   void* f_frame;
   PyObject* f_trace;
   int f_lineno;

@@ -90,14 +90,14 @@ constexpr int kSpareScopes = 4;  // reusable scopes per recorder (see take_scope
 struct RecorderObject {
   PyObject_HEAD
   lp::Worker* worker;
-  lp::Recorder* recorder;    // worker's recorder (the hot path's one load)
+  lp::Recorder* recorder;            // worker's recorder (the hot path's one load)
   ScopeObject* spare[kSpareScopes];  // strong references, or nullptr until first needed
   bool closed;
   bool strict_names;
-  uint64_t serial;           // unique per recorder of the process (never reused, unlike addresses)
-  lp::NameShapes* shapes;    // phase names per shape (checked when a name is first seen)
-  PyObject* periodic_hook;   // strong reference, or nullptr: called after each periodic write
-  PyObject* phase_wrapper;   // strong reference, or nullptr: what installed phase() calls instead
+  uint64_t serial;          // unique per recorder of the process (never reused, unlike addresses)
+  lp::NameShapes* shapes;   // phase names per shape (checked when a name is first seen)
+  PyObject* periodic_hook;  // strong reference, or nullptr: called after each periodic write
+  PyObject* phase_wrapper;  // strong reference, or nullptr: what installed phase() calls instead
   PyObject* weakreflist;
 };
 
@@ -320,7 +320,9 @@ PyObject* null_enter(PyObject* self, PyObject*) {
   return self;
 }
 
-PyObject* null_exit(PyObject*, PyObject* const*, Py_ssize_t) { Py_RETURN_NONE; }
+PyObject* null_exit(PyObject*, PyObject* const*, Py_ssize_t) {
+  Py_RETURN_NONE;
+}
 
 PyMethodDef null_scope_methods[] = {
     {"__enter__", null_enter, METH_NOARGS, "Do nothing."},
@@ -335,8 +337,8 @@ PyMethodDef null_scope_methods[] = {
 bool parse_sample(PyObject* rate_obj, uint32_t* every) {
   *every = 1;
   if (rate_obj == Py_None) return true;
-  double rate = PyFloat_CheckExact(rate_obj) ? PyFloat_AS_DOUBLE(rate_obj)
-                                             : PyFloat_AsDouble(rate_obj);
+  double rate =
+      PyFloat_CheckExact(rate_obj) ? PyFloat_AS_DOUBLE(rate_obj) : PyFloat_AsDouble(rate_obj);
   if (rate == -1.0 && PyErr_Occurred()) return false;
   if (!(rate > 0.0 && rate <= 1.0)) {
     PyErr_Format(PyExc_ValueError,
@@ -568,8 +570,7 @@ PyObject* recorder_snapshot_json(PyObject* self, PyObject*) {
   RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
   std::string text;
   Py_BEGIN_ALLOW_THREADS text = r->worker->snapshot_json();
-  Py_END_ALLOW_THREADS return PyUnicode_DecodeUTF8(text.data(), Py_ssize_t(text.size()),
-                                                   "replace");
+  Py_END_ALLOW_THREADS return PyUnicode_DecodeUTF8(text.data(), Py_ssize_t(text.size()), "replace");
 }
 
 PyObject* recorder_stats(PyObject* self, PyObject*) {
@@ -591,8 +592,7 @@ PyObject* recorder_sampler_status(PyObject* self, PyObject*) {
   if (!r->worker->has_sampler()) Py_RETURN_NONE;
   std::string text;
   Py_BEGIN_ALLOW_THREADS text = r->worker->sampler().status_json();
-  Py_END_ALLOW_THREADS return PyUnicode_DecodeUTF8(text.data(), Py_ssize_t(text.size()),
-                                                   "replace");
+  Py_END_ALLOW_THREADS return PyUnicode_DecodeUTF8(text.data(), Py_ssize_t(text.size()), "replace");
 }
 
 // Runs on the snapshot thread after a periodic write: takes the GIL only for the call, and not
@@ -681,8 +681,7 @@ PyMethodDef recorder_methods[] = {
      "set_phase_wrapper(fn or None): PhaseFront.phase and the installed accounting.phase() call "
      "fn instead of the C phase (annotate=/backend= need a Python-level scope). Recorder.phase "
      "itself is unchanged."},
-    {"mark_closed", recorder_mark_closed, METH_NOARGS,
-     "Make phase()/count() no-ops from now on."},
+    {"mark_closed", recorder_mark_closed, METH_NOARGS, "Make phase()/count() no-ops from now on."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyGetSetDef recorder_getset[] = {
@@ -693,9 +692,10 @@ PyGetSetDef recorder_getset[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyObject* recorder_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
-  static const char* kw[] = {"path",         "meta_json",          "measure_cpu",
-                             "snapshot_interval_ns", "strict_names", "samples_path",
-                             "sample_interval_ns",   "sample_gpu",   nullptr};
+  static const char* kw[] = {
+      "path",         "meta_json",    "measure_cpu",        "snapshot_interval_ns",
+      "strict_names", "samples_path", "sample_interval_ns", "sample_gpu",
+      nullptr};
   const char* path;
   const char* meta = "{}";
   int measure_cpu = 1;
@@ -762,7 +762,9 @@ void recorder_dealloc(PyObject* self) {
 // ---------------------------------------------------------------------------------------------
 // Module-level functions: the no-op scope, and dispatch to the installed recorder.
 
-PyObject* null_phase(PyObject*, PyObject* const*, Py_ssize_t, PyObject*) { return null_scope(); }
+PyObject* null_phase(PyObject*, PyObject* const*, Py_ssize_t, PyObject*) {
+  return null_scope();
+}
 
 PyObject* null_count(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return do_count(nullptr, args, nargs, kwnames);
@@ -813,7 +815,9 @@ void front_dealloc(PyObject* self) {
   Py_TYPE(self)->tp_free(self);
 }
 
-PyObject* bench_noop(PyObject*, PyObject* const*, Py_ssize_t) { Py_RETURN_NONE; }
+PyObject* bench_noop(PyObject*, PyObject* const*, Py_ssize_t) {
+  Py_RETURN_NONE;
+}
 
 // _bench_noop plus the two wall-clock reads an enabled phase entry makes (its difference from
 // _bench_noop is what the clock itself costs on this machine).
@@ -845,7 +849,8 @@ PyMethodDef front_methods[] = {
      "Gives each subclass its own phase/count descriptors (see front_init_subclass)."},
     {nullptr, nullptr, 0, nullptr}};
 
-constexpr int kFrontPhase = 0;  // indices into front_methods of the methods re-declared per subclass
+constexpr int kFrontPhase =
+    0;  // indices into front_methods of the methods re-declared per subclass
 constexpr int kFrontCount = 1;
 
 // Whether the first definition of `name` along cls's MRO after cls itself is one of ours: the base
@@ -884,9 +889,7 @@ PyObject* front_init_subclass(PyObject* cls, PyObject* args, PyObject* kwds) {
     int own = PyDict_Contains(type->tp_dict, name);
     bool install = own == 0 && inherits_front_method(type, name, def);
     PyObject* descr = install ? PyDescr_NewMethod(type, def) : nullptr;
-    int rc = own < 0 || PyErr_Occurred() ? -1
-             : descr                     ? PyObject_SetAttr(cls, name, descr)
-                                         : 0;
+    int rc = own < 0 || PyErr_Occurred() ? -1 : descr ? PyObject_SetAttr(cls, name, descr) : 0;
     Py_XDECREF(descr);
     Py_DECREF(name);
     if (rc < 0) return nullptr;
@@ -1038,8 +1041,7 @@ int add_recorder_types(PyObject* module) {
   if (PyModule_AddObjectRef(module, "Recorder", reinterpret_cast<PyObject*>(&RecorderType)) < 0 ||
       PyModule_AddObjectRef(module, "PhaseScope", reinterpret_cast<PyObject*>(&ScopeType)) < 0 ||
       PyModule_AddObjectRef(module, "PhaseFront", reinterpret_cast<PyObject*>(&FrontType)) < 0 ||
-      PyModule_AddObjectRef(module, "NullScope", reinterpret_cast<PyObject*>(&NullScopeType)) <
-          0) {
+      PyModule_AddObjectRef(module, "NullScope", reinterpret_cast<PyObject*>(&NullScopeType)) < 0) {
     return -1;
   }
   return PyModule_AddFunctions(module, module_functions);
