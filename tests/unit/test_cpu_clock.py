@@ -18,13 +18,27 @@ from tests.helpers import read_worker, run_python, worker_files
 TIERS = ("exact", "anchored", "syscall")
 
 
-def _steal_ns() -> int:
-    """Hypervisor steal of all CPUs so far (/proc/stat, USER_HZ ticks), in ns."""
+def _steal_ns(cpu: int) -> int:
+    """Hypervisor steal of one CPU so far (/proc/stat, USER_HZ ticks), in ns."""
     try:
-        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+        lines = Path("/proc/stat").read_text().splitlines()
     except OSError:
         return 0
-    return int(fields[8]) * (1_000_000_000 // os.sysconf("SC_CLK_TCK"))
+    for line in lines:
+        fields = line.split()
+        if fields and fields[0] == f"cpu{cpu}":
+            return int(fields[8]) * (1_000_000_000 // os.sysconf("SC_CLK_TCK"))
+    return 0
+
+
+@pytest.fixture
+def pinned_cpu():
+    """Pins the calling thread to one CPU, so that CPU's steal is the steal it suffered."""
+    before = os.sched_getaffinity(0)
+    cpu = min(before)
+    os.sched_setaffinity(0, {cpu})
+    yield cpu
+    os.sched_setaffinity(0, before)
 
 
 def _available(tier: str) -> bool:
@@ -90,19 +104,21 @@ def test_clock_reads_the_thread_cpu_time(tier):
     assert c3 - c2 < 3_000_000
 
 
-def _mixed_phases(prof: Profiler, tmp_path: Path, rounds: int):
-    """Runs spin / sleep / yield / blocking pipe read / write+fsync phases.
+def _mixed_phases(prof: Profiler, tmp_path: Path, rounds: int, cpu: int):
+    """Runs spin / sleep / yield / blocking pipe read / write+fsync phases on the pinned cpu.
 
-    Returns {name: [inner_cpu, outer_cpu, wall]} from time.thread_time_ns() read just inside and
-    just outside each with-block: the recorder's interval lies between the two.
+    Returns {name: [inner_cpu, outer_cpu, wall, steal]}: the thread CPU time from
+    time.thread_time_ns() read just inside and just outside each with-block (the recorder's
+    interval lies between the two), the wall time, and the steal the cpu reported around it.
     """
-    truth = {n: [0, 0, 0] for n in ("spin", "sleep", "yield", "pipe", "fsync")}
+    truth = {n: [0, 0, 0, 0] for n in ("spin", "sleep", "yield", "pipe", "fsync")}
     rfd, wfd = os.pipe()
     data = tmp_path / "fsync.bin"
     fh = open(data, "wb")  # noqa: SIM115
     try:
         for i in range(rounds):
             for name in truth:
+                s0 = _steal_ns(cpu)
                 w0 = time.perf_counter_ns()
                 o0 = time.thread_time_ns()
                 with prof.phase(name):
@@ -111,12 +127,12 @@ def _mixed_phases(prof: Profiler, tmp_path: Path, rounds: int):
                         while time.thread_time_ns() - i0 < 300_000 + 10_000 * (i % 7):
                             pass
                     elif name == "sleep":
-                        time.sleep(0.001)
+                        time.sleep(0.002)
                     elif name == "yield":
                         for _ in range(10):
                             os.sched_yield()
                     elif name == "pipe":
-                        timer = threading.Timer(0.001, os.write, (wfd, b"x"))
+                        timer = threading.Timer(0.002, os.write, (wfd, b"x"))
                         timer.start()
                         os.read(rfd, 1)
                         timer.join()
@@ -131,6 +147,7 @@ def _mixed_phases(prof: Profiler, tmp_path: Path, rounds: int):
                 t[0] += i1 - i0
                 t[1] += o1 - o0
                 t[2] += w1 - w0
+                t[3] += _steal_ns(cpu) - s0
     finally:
         fh.close()
         os.close(rfd)
@@ -138,41 +155,44 @@ def _mixed_phases(prof: Profiler, tmp_path: Path, rounds: int):
     return truth
 
 
-@pytest.mark.parametrize("forced_tier", TIERS, indirect=True)
-def test_each_tier_bills_mixed_phases_their_true_cpu_time(forced_tier, tmp_path):
-    steal0 = _steal_ns()
-    prof = Profiler(
-        run_dir=tmp_path / "run",
-        enabled=True,
-        snapshot_interval_s=None,
-        sample_interval_s=None,
-    )
+def _bill_mixed_phases_once(tier: str, run_dir: Path, cpu: int) -> bool:
+    """One run of the mixed phases, its bounds asserted; False when the host stole too much."""
+    run_dir.parent.mkdir(parents=True)
+    prof = Profiler(run_dir=run_dir, enabled=True, snapshot_interval_s=None, sample_interval_s=None)
     try:
-        truth = _mixed_phases(prof, tmp_path, rounds=40)
+        truth = _mixed_phases(prof, run_dir.parent, rounds=40, cpu=cpu)
     finally:
         prof.close()
-    steal = _steal_ns() - steal0
-    (wf,) = worker_files(tmp_path / "run")
+    (wf,) = worker_files(run_dir)
     doc = read_worker(wf)
-    assert doc["clock"]["cpu"] == forced_tier
+    assert doc["clock"]["cpu"] == tier
     phases = {tuple(p["path"]): p for t in doc["threads"] for p in t["phases"]}
-    off_cpu = 0
-    for name, (inner, outer, wall) in truth.items():
+    conclusive = True
+    for name, (inner, outer, wall, steal) in truth.items():
         rec = phases[(name,)]
         assert rec["calls"] == 40
         # The documented bound: the tier's CPU time lies between the inner and outer truth, up
-        # to 2% of the CPU time (anchored: host pauses of the vCPU the kernel does not bill) plus
-        # the steal the kernel reported meanwhile, plus 10 us a call of reads at the boundaries.
-        tol = outer // 50 + steal + 10_000 * rec["calls"]
+        # to 2% of the CPU time plus 10 us a call of reads at the boundaries; the perf tiers
+        # also up to the steal the cpu reported meanwhile (a host pause of the vCPU while the
+        # thread runs: the kernel does not bill it, the anchored tier's cycle counter does).
+        tol = outer // 50 + 10_000 * rec["calls"] + (0 if tier == "syscall" else steal)
         assert inner - tol <= rec["cpu_ns"] <= outer + tol, (name, rec["cpu_ns"], inner, outer, tol)
         assert rec["wall_ns"] <= wall
         if name in ("sleep", "pipe"):
-            off_cpu += rec["wall_ns"] - outer
+            # Cannot pass by accident: a clock that counted wall time fails this ...
             assert rec["wall_ns"] - rec["cpu_ns"] > rec["wall_ns"] // 3  # mostly waiting
-    # Cannot pass by accident: a clock that counted wall time would be off by the off-CPU time,
-    # which must clear the tolerance above (dominated by the steal) with room to spare. A host
-    # stealing that much makes the run inconclusive, not wrong.
-    assert off_cpu > 3 * (steal + 2_000_000), (off_cpu, steal)
+            # ... and the bound above, whose tolerance the off-CPU time must clear with room to
+            # spare. A host stealing that much makes the run inconclusive, not wrong.
+            conclusive &= rec["wall_ns"] - outer > 3 * tol
+    return conclusive
+
+
+@pytest.mark.parametrize("forced_tier", TIERS, indirect=True)
+def test_each_tier_bills_mixed_phases_their_true_cpu_time(forced_tier, pinned_cpu, tmp_path):
+    for attempt in range(4):
+        if _bill_mixed_phases_once(forced_tier, tmp_path / f"a{attempt}" / "run", pinned_cpu):
+            return
+    pytest.skip("inconclusive 4 times: the host stole a third of the off-CPU time of a phase")
 
 
 def test_forced_syscall_tier_is_recorded_in_the_worker_file(tmp_path):
