@@ -128,6 +128,33 @@ def test_no_free_monitoring_tool_id_fails_loudly(proj):
     _assert_removed()
 
 
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring")
+@pytest.mark.parametrize("step", ["register_callback", "restart_events", "set_events"])
+def test_a_failing_monitoring_call_fails_enable_with_its_error_and_frees_the_tool(
+    proj, monkeypatch, step
+):
+    root, mod = proj
+    mon = sys.monitoring
+    real = getattr(mon, step)
+
+    def failing(*args):
+        if step == "set_events" and args[1] == 0:  # the clean-up's own set_events(tool, 0)
+            return real(*args)
+        if step == "register_callback" and args[2] is None:  # the clean-up's unregistering
+            return real(*args)
+        raise OSError(f"{step} refused")
+
+    monkeypatch.setattr(mon, step, failing)
+    profiler = LineProfiler(root)
+    with pytest.raises(OSError, match=f"{step} refused"):
+        profiler.enable()
+    monkeypatch.undo()
+    _assert_removed()
+    with LineProfiler(root):  # the tool id is free again
+        mod.work(3)
+    _assert_removed()
+
+
 def test_thread_started_inside_block_is_traced(proj):
     root, mod = proj
     results: list = []

@@ -377,20 +377,43 @@ int call_ok(PyObject* result) {
   return 0;
 }
 
-int unregister(PyObject* mon, int tool) {
-  PyObject* events = PyObject_GetAttrString(mon, "events");
-  if (!events) return -1;
-  int rc = call_ok(PyObject_CallMethod(mon, "set_events", "ii", tool, 0));
-  for (const EventBinding& b : kBindings) {
-    long bit = event_bit(events, b.event);
-    if (bit < 0 ||
-        call_ok(PyObject_CallMethod(mon, "register_callback", "ilO", tool, bit, Py_None)) < 0) {
-      rc = -1;
+// Keeps the first failure of a sequence of calls: a failed step's exception is parked here so
+// the next step runs with none set (the C API requires it), and restored by take().
+struct FirstError {
+  PyObject* exc = nullptr;
+  void note() {
+    PyObject* e = PyErr_GetRaisedException();
+    if (exc) {
+      Py_XDECREF(e);
+    } else {
+      exc = e;
     }
   }
-  Py_DECREF(events);
-  if (call_ok(PyObject_CallMethod(mon, "free_tool_id", "i", tool)) < 0) rc = -1;
-  return rc;
+  int take() {
+    if (!exc) return 0;
+    PyErr_SetRaisedException(exc);
+    exc = nullptr;
+    return -1;
+  }
+};
+
+// Frees tool: no events, no callbacks, the id released. Every step runs even when one fails;
+// returns -1 with the first failure's exception set. Call with no exception set.
+int unregister(PyObject* mon, int tool) {
+  FirstError err;
+  if (call_ok(PyObject_CallMethod(mon, "set_events", "ii", tool, 0)) < 0) err.note();
+  PyObject* events = PyObject_GetAttrString(mon, "events");
+  if (!events) err.note();
+  for (const EventBinding& b : kBindings) {
+    long bit = events ? event_bit(events, b.event) : -1;
+    if (bit < 0 ||
+        call_ok(PyObject_CallMethod(mon, "register_callback", "ilO", tool, bit, Py_None)) < 0) {
+      if (PyErr_Occurred()) err.note();
+    }
+  }
+  Py_XDECREF(events);
+  if (call_ok(PyObject_CallMethod(mon, "free_tool_id", "i", tool)) < 0) err.note();
+  return err.take();
 }
 
 }  // namespace
@@ -477,6 +500,7 @@ int install_hooks(Tracer* t) {
   if (call_ok(PyObject_CallMethod(mon, "use_tool_id", "is", tool, "lineprofiler")) < 0) return -1;
   PyObject* events = PyObject_GetAttrString(mon, "events");
   if (!events) {
+    SavedError saved;  // unregister() calls into Python: report the error that stopped us
     unregister(mon, tool);
     return -1;
   }
@@ -499,6 +523,7 @@ int install_hooks(Tracer* t) {
   const std::string& key = t->scope_key;
   if (g_scope_of_tool[tool] != key) {
     if (call_ok(PyObject_CallMethod(mon, "restart_events", nullptr)) < 0) {
+      SavedError saved;
       unregister(mon, tool);
       return -1;
     }
