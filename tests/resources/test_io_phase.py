@@ -7,14 +7,20 @@ Ground truth: the bytes the test hands to write()/gets from read(), and the test
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
+import textwrap
 import threading
+from pathlib import Path
 
 import pytest
 
 from lineprofiler import _core
 from lineprofiler.accounting import Profiler
-from tests.helpers import read_worker
+from tests.helpers import child_env, read_worker
 
 PAGE = os.sysconf("SC_PAGESIZE")
 
@@ -317,3 +323,65 @@ def test_sampled_io_phase_scales_bytes_like_its_time(tmp_path):
     io = io_of(read_worker(p.worker_path), ("chunk",))
     assert io["calls"] == 6 and io["failed"] == 0
     assert io["write_chars"] == 6000  # 3 measured entries x 1000 bytes x 2
+
+
+REUSED_TID_CHILD = """
+    import json, os, sys, threading
+    from lineprofiler.accounting import Profiler
+
+    p = Profiler(run_dir="run", enabled=True, snapshot_interval_s=None, sample_interval_s=None)
+    seen = {}
+
+    def work(i, out):
+        out.append(threading.get_native_id())
+        with p.phase("save", io=True):
+            os.write(fd, b"z" * (1000 + i))
+
+    fd = os.open("out.bin", os.O_WRONLY | os.O_CREAT)
+    for i in range(2000):
+        out = []
+        t = threading.Thread(target=work, args=(i, out), name=f"t{i}")
+        t.start()
+        t.join()
+        if out[0] in seen:
+            break
+        seen[out[0]] = i
+    else:
+        sys.exit("no thread id was reused")
+    p.close()
+    print(json.dumps({"tid": out[0], "first": seen[out[0]], "second": i,
+                      "worker": str(p.worker_path)}))
+"""
+
+
+def test_a_thread_reusing_an_exited_threads_tid_gets_its_own_state(tmp_path):
+    """Linux hands an exited thread's tid to a later thread: that thread must not inherit the
+    dead one's state (its name, its stack, its already-open /proc/<tid>/io, which now fails)."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare(1) for a pid namespace with a small pid_max")
+    # A fresh pid namespace whose pid_max (per namespace since Linux 6.14) is tiny, so thread ids
+    # come round again within a few hundred threads.
+    script = tmp_path / "child.py"
+    script.write_text(textwrap.dedent(REUSED_TID_CHILD))
+    shell = f"echo 310 > /proc/sys/kernel/pid_max && exec {sys.executable} {script}"
+    proc = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", shell],
+        cwd=tmp_path,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if "pid_max" in proc.stderr and proc.returncode != 0:
+        pytest.skip(f"no per-namespace pid_max here: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    doc = read_worker(Path(got["worker"]))
+    same_tid = {t["name"]: t for t in doc["threads"] if t["tid"] == got["tid"]}
+    first, second = f"t{got['first']}", f"t{got['second']}"
+    assert set(same_tid) >= {first, second}
+    for name, i in ((first, got["first"]), (second, got["second"])):
+        (save,) = [ph for ph in same_tid[name]["phases"] if ph["path"] == ["save"]]
+        assert save["calls"] == 1
+        assert save["io"]["failed"] == 0, name
+        assert save["io"]["write_chars"] == 1000 + i, name

@@ -13,8 +13,19 @@ namespace lp {
 namespace {
 std::atomic<uint64_t> g_next_generation{1};
 
+std::atomic<uint64_t> g_next_thread_serial{1};
+
 uint64_t current_os_tid() {
   return uint64_t(syscall(SYS_gettid));
+}
+
+// The calling thread's serial: unique for the process's lifetime, unlike its OS tid, which the
+// kernel hands to a new thread once the old one has exited. 0 until first asked.
+__thread uint64_t g_thread_serial __attribute__((tls_model("initial-exec"))) = 0;
+
+uint64_t current_thread_serial() {
+  if (!g_thread_serial) g_thread_serial = g_next_thread_serial.fetch_add(1);
+  return g_thread_serial;
 }
 }  // namespace
 
@@ -146,19 +157,22 @@ Recorder::Recorder(RecorderOptions options)
       threads_(new std::vector<std::unique_ptr<ThreadState>>()) {}
 
 ThreadState* Recorder::register_thread(const std::string& thread_name) {
-  uint64_t tid = current_os_tid();
+  // Matched by serial, not tid: a thread that reuses an exited thread's tid gets a state of its
+  // own (its name, an empty stack, its own /proc/thread-self/io), not the dead thread's.
+  uint64_t serial = current_thread_serial();
   std::lock_guard<std::mutex> lock(threads_mu_);
   ThreadState* found = nullptr;
   for (auto& t : *threads_) {
-    if (t->os_tid() == tid) {
+    if (t->thread_serial_ == serial) {
       found = t.get();
       break;
     }
   }
   if (!found) {
-    threads_->push_back(
-        std::make_unique<ThreadState>(tid, thread_name, options_.measure_cpu, cpu_tier_));
+    threads_->push_back(std::make_unique<ThreadState>(current_os_tid(), thread_name,
+                                                      options_.measure_cpu, cpu_tier_));
     found = threads_->back().get();
+    found->thread_serial_ = serial;
   }
   g_tls_cache.gen = generation_;
   g_tls_cache.state = found;

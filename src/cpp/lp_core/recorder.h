@@ -261,6 +261,7 @@ class ThreadState {
   }
 
   const uint64_t os_tid_;
+  uint64_t thread_serial_ = 0;  // set by Recorder::register_thread: which live thread owns this
   const std::string thread_name_;
   const bool measure_cpu_;
   ThreadCpuClock cpu_;
