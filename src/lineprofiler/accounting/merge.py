@@ -250,7 +250,7 @@ def _worker(doc: dict[str, Any], rel: str) -> Worker:
         snapshot_interval_s=_interval(meta.get("snapshot_interval_s")),
         threads=len(threads),
     )
-    lifetime_ns = max(0, int((written_at - start_time) * 1e9))
+    lifetime_ns = w.lifetime_ns
     tree = w.tree
     for i, thread in enumerate(threads):
         if not isinstance(thread, dict):

@@ -94,6 +94,11 @@ class Worker:
         return not self.tree
 
     @property
+    def lifetime_ns(self) -> int:
+        """From the process's start to its file's last write, in ns (never negative)."""
+        return max(0, round((self.written_at - self.start_time) * 1e9))
+
+    @property
     def busy_ns(self) -> int:
         """Sum of the time of this process's top-level phases (over its threads)."""
         return sum(s.time_ns for p, s in self.tree.items() if len(p) == 1)

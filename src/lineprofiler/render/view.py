@@ -122,13 +122,9 @@ def _counters(stats: MergedPhase, time_ns: int) -> list[CounterRow]:
     return rows
 
 
-def _lifetime_ns(w: Worker) -> int:
-    return max(0, int(round((w.written_at - w.start_time) * 1e9)))
-
-
 def role_view(role: Role, top: int = DEFAULT_TOP) -> RoleView:
     total = role.top_level_ns
-    lifetime = sum(_lifetime_ns(w) for w in role.workers)
+    lifetime = sum(w.lifetime_ns for w in role.workers)
     rows: dict[Path_, PhaseRow] = {}
     for path in sorted(role.tree):
         s = role.tree[path]
