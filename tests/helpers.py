@@ -40,11 +40,13 @@ def run_python(
     args: list[str] | None = None,
     check: bool = True,
     executable: str | None = None,
+    wrapper: list[str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Runs dedented ``code`` in a fresh interpreter with faulthandler on.
 
     On timeout the child's stacks are dumped (faulthandler) before it is killed. ``__file__`` is
     the script's path, so multiprocessing's spawn and forkserver can re-import it in workers.
+    ``wrapper`` is a command line the interpreter's own is appended to (e.g. ``["unshare", ...]``).
     """
     script = cwd / f"_child_{abs(hash(code)) % 10**8}.py"
     script.write_text(textwrap.dedent(code))
@@ -58,7 +60,7 @@ def run_python(
         f"exec(compile(open({str(script)!r}).read(), {str(script)!r}, 'exec'))",
     ]
     proc = subprocess.run(
-        [executable or sys.executable, *prelude, *(args or [])],
+        [*(wrapper or []), executable or sys.executable, *prelude, *(args or [])],
         cwd=cwd,
         env=full_env,
         capture_output=True,

@@ -10,9 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
-import textwrap
 import threading
 from pathlib import Path
 
@@ -20,7 +17,7 @@ import pytest
 
 from lineprofiler import _core
 from lineprofiler.accounting import Profiler
-from tests.helpers import child_env, read_worker
+from tests.helpers import read_worker, run_python
 
 PAGE = os.sysconf("SC_PAGESIZE")
 
@@ -361,17 +358,9 @@ def test_a_thread_reusing_an_exited_threads_tid_gets_its_own_state(tmp_path):
         pytest.skip("needs root and unshare(1) for a pid namespace with a small pid_max")
     # A fresh pid namespace whose pid_max (per namespace since Linux 6.14) is tiny, so thread ids
     # come round again within a few hundred threads.
-    script = tmp_path / "child.py"
-    script.write_text(textwrap.dedent(REUSED_TID_CHILD))
-    shell = f"echo 310 > /proc/sys/kernel/pid_max && exec {sys.executable} {script}"
-    proc = subprocess.run(
-        ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", shell],
-        cwd=tmp_path,
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    namespace = ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c"]
+    namespace += ['echo 310 > /proc/sys/kernel/pid_max && exec "$0" "$@"']
+    proc = run_python(REUSED_TID_CHILD, cwd=tmp_path, wrapper=namespace, check=False)
     if "pid_max" in proc.stderr and proc.returncode != 0:
         pytest.skip(f"no per-namespace pid_max here: {proc.stderr.strip()}")
     assert proc.returncode == 0, proc.stderr
