@@ -388,7 +388,9 @@ TEST_CASE("cpu clock: the recorder bills each phase the CPU time of its probed t
     CHECK(cpu[k] <= outer[k] + tol);
   }
   CHECK(cpu[0] >= 20'000'000 - 20 * 10'000);
-  CHECK(wall[1] > 10 * cpu[1]);
+  // The sleeping phase is mostly waiting: a clock that counted wall time fails this. Not 10x: under
+  // ASan on a loaded host a 1 ms sleep's wake-up and the boundary reads cost ~0.2 ms of CPU.
+  CHECK(wall[1] > 4 * cpu[1]);
 }
 
 TEST_CASE("cpu clock: an unprivileged user opens the event at perf_event_paranoid <= 2") {
