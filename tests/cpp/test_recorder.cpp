@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "lp_core/cpu_clock.h"
 #include "lp_core/names.h"
 #include "lp_core/recorder.h"
 #include "lp_core/worker.h"
@@ -29,9 +30,10 @@ const lp::NodeSnapshot* find(const lp::ThreadSnapshot& t, std::initializer_list<
   return &t.nodes[node];
 }
 
-void spin_ns(uint64_t ns) {
-  uint64_t t0 = lp::monotonic_ns();
-  while (lp::monotonic_ns() - t0 < ns) {
+// Spins until the thread has used ns of CPU time (a wall spin gets less CPU on a loaded host).
+void spin_cpu_ns(uint64_t ns) {
+  uint64_t t0 = lp::thread_cpu_syscall_ns();
+  while (lp::thread_cpu_syscall_ns() - t0 < ns) {
   }
 }
 
@@ -49,7 +51,7 @@ TEST_CASE("nesting builds a tree keyed by the path of names") {
   for (int i = 0; i < 3; ++i) {
     ts->enter(it, &tok_it);
     ts->enter(a, &tok_a);
-    spin_ns(200000);
+    spin_cpu_ns(200000);
     ts->exit(&tok_a);
     ts->enter(b, &tok_b);
     ts->count(lp::NameTable::instance().intern("items"), 5);
@@ -70,7 +72,9 @@ TEST_CASE("nesting builds a tree keyed by the path of names") {
   CHECK(n_a->wall_ns >= 3 * 200000);
   CHECK(n_it->wall_ns >= n_a->wall_ns + n_b->wall_ns);
   CHECK(n_a->cpu_ns <= n_a->wall_ns + 100000);
-  CHECK(n_a->cpu_ns >= n_a->wall_ns / 2);  // it spun
+  // It spun 600 us of CPU time (the system call's truth); the tier may read low by its aggregate
+  // bound, 2% plus 10 us a phase (docs/cpu-clock.md). Not a share of wall: load stretches wall.
+  CHECK(n_a->cpu_ns + 3 * 200000 / 50 + 3 * 10000 >= 3 * 200000);
   REQUIRE(n_b->counters.size() == 1);
   CHECK(n_b->counters[0].second == 15);
   REQUIRE(snap[0].nodes[0].counters.size() == 1);
