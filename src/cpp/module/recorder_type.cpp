@@ -15,6 +15,7 @@
 #include "lp_core/name_shapes.h"
 #include "lp_core/names.h"
 #include "lp_core/worker.h"
+#include "module/cached_method.h"
 #include "module/cuda_probe.h"
 #include "module/py_util.h"
 
@@ -108,7 +109,9 @@ struct ScopeObject {
   RecorderObject* rec;
   uint32_t name_id;
   uint32_t flags;
-  uint32_t sample_every;  // 1: every entry measured
+  uint32_t sample_every;   // 1: every entry measured
+  PyObject* parked_enter;  // the cached_method slots of __enter__ and __exit__
+  PyObject* parked_exit;
 };
 
 constexpr uint32_t kScopeIo = 1u << 0;
@@ -201,7 +204,12 @@ extern PyTypeObject RecorderType;
 extern PyTypeObject ScopeType;
 extern PyTypeObject NullScopeType;
 
-PyObject g_null_scope_storage;  // the one NullScope instance (a bare PyObject)
+struct NullScopeObject {
+  PyObject_HEAD
+  PyObject* parked_enter;  // the cached_method slots of __enter__ and __exit__
+  PyObject* parked_exit;
+};
+NullScopeObject g_null_scope_storage;  // the one NullScope instance
 PyObject* g_null_scope = nullptr;
 
 // A new reference to the no-op scope of a disabled or closed profiler.
@@ -218,13 +226,16 @@ constexpr int kScopeFreeMax = 64;
 ScopeObject* g_scope_free[kScopeFreeMax];
 int g_scope_free_count = 0;
 
+// A scope from the free list (keeping the bound methods parked on it), else a new one.
 inline ScopeObject* scope_new() {
   if (g_scope_free_count) {
     ScopeObject* s = g_scope_free[--g_scope_free_count];
     PyObject_Init(reinterpret_cast<PyObject*>(s), &ScopeType);
     return s;
   }
-  return PyObject_New(ScopeObject, &ScopeType);
+  ScopeObject* s = PyObject_New(ScopeObject, &ScopeType);
+  if (s) s->parked_enter = s->parked_exit = nullptr;
+  return s;
 }
 
 void scope_dealloc(PyObject* self) {
@@ -238,6 +249,8 @@ void scope_dealloc(PyObject* self) {
     g_scope_free[g_scope_free_count++] = s;
     return;
   }
+  release_parked_method(&s->parked_enter);
+  release_parked_method(&s->parked_exit);
   PyObject_Free(self);
 }
 
@@ -272,7 +285,7 @@ inline lp::ThreadState* thread_state(RecorderObject* r) {
 // ---------------------------------------------------------------------------------------------
 // Scopes
 
-PyObject* scope_enter(PyObject* self, PyObject*) {
+PyObject* scope_enter(PyObject* self, PyObject* const*, Py_ssize_t) {
   ScopeObject* s = reinterpret_cast<ScopeObject*>(self);
   if (s->rec && !s->rec->closed) {
     lp::ThreadState* ts = thread_state(s->rec);
@@ -309,13 +322,7 @@ PyObject* scope_exit(PyObject* self, PyObject* const*, Py_ssize_t) {
   Py_RETURN_NONE;
 }
 
-PyMethodDef scope_methods[] = {
-    {"__enter__", scope_enter, METH_NOARGS, "Open the phase."},
-    {"__exit__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(scope_exit)),
-     METH_FASTCALL, "Close the phase; exceptions propagate."},
-    {nullptr, nullptr, 0, nullptr}};
-
-PyObject* null_enter(PyObject* self, PyObject*) {
+PyObject* null_enter(PyObject* self, PyObject* const*, Py_ssize_t) {
   Py_INCREF(self);
   return self;
 }
@@ -324,11 +331,20 @@ PyObject* null_exit(PyObject*, PyObject* const*, Py_ssize_t) {
   Py_RETURN_NONE;
 }
 
-PyMethodDef null_scope_methods[] = {
-    {"__enter__", null_enter, METH_NOARGS, "Do nothing."},
+// The benchmarks' floor: an empty C context manager with ordinary C methods (each `with` binds
+// them, allocating two bound-method objects), which the scopes above avoid (cached_method.h).
+PyObject* floor_enter(PyObject* self, PyObject*) {
+  Py_INCREF(self);
+  return self;
+}
+
+PyMethodDef floor_scope_methods[] = {
+    {"__enter__", floor_enter, METH_NOARGS, "Do nothing."},
     {"__exit__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(null_exit)),
      METH_FASTCALL, "Do nothing; exceptions propagate."},
     {nullptr, nullptr, 0, nullptr}};
+
+PyObject g_floor_scope_storage;  // the one FloorScope instance (a bare PyObject)
 
 // ---------------------------------------------------------------------------------------------
 // phase() and count()
@@ -398,6 +414,7 @@ inline ScopeObject* take_scope(RecorderObject* r) {
     if (!spare) {
       spare = PyObject_New(ScopeObject, &ScopeType);
       if (!spare) return nullptr;
+      spare->parked_enter = spare->parked_exit = nullptr;
       spare->rec = r;
       spare->flags = kScopeSpare;
     }
@@ -819,6 +836,11 @@ PyObject* bench_noop(PyObject*, PyObject* const*, Py_ssize_t) {
   Py_RETURN_NONE;
 }
 
+// phase() of the benchmarks' floor: the empty C context manager with ordinary C methods.
+PyObject* bench_floor(PyObject*, PyObject* const*, Py_ssize_t) {
+  return Py_NewRef(&g_floor_scope_storage);
+}
+
 // _bench_noop plus the two wall-clock reads an enabled phase entry makes (its difference from
 // _bench_noop is what the clock itself costs on this machine).
 PyObject* bench_clock_pair(PyObject*, PyObject* const*, Py_ssize_t) {
@@ -840,6 +862,10 @@ PyMethodDef front_methods[] = {
     {"_bind", front_bind, METH_O, "_bind(recorder or None): the recorder phase()/count() use."},
     {"_bench_noop", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(bench_noop)),
      METH_FASTCALL, "Does nothing: the benchmarks' floor for a C method call."},
+    {"_bench_floor", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(bench_floor)),
+     METH_FASTCALL,
+     "_bench_floor(name) -> an empty C context manager with ordinary C methods: the benchmarks' "
+     "floor for a with statement."},
     {"_bench_clock_pair",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(bench_clock_pair)),
      METH_FASTCALL, "_bench_noop plus two wall-clock reads: the benchmarks' cost of the clock."},
@@ -973,6 +999,7 @@ namespace {
 PyTypeObject RecorderType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 PyTypeObject ScopeType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 PyTypeObject NullScopeType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+PyTypeObject FloorScopeType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 PyTypeObject FrontType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 }  // namespace
 
@@ -992,13 +1019,18 @@ int add_recorder_types(PyObject* module) {
   ScopeType.tp_flags = Py_TPFLAGS_DEFAULT;
   ScopeType.tp_doc = "One phase entry: use it in a with statement.";
   ScopeType.tp_dealloc = scope_dealloc;
-  ScopeType.tp_methods = scope_methods;
 
   NullScopeType.tp_name = "lineprofiler._core.NullScope";
-  NullScopeType.tp_basicsize = sizeof(PyObject);
+  NullScopeType.tp_basicsize = sizeof(NullScopeObject);
   NullScopeType.tp_flags = Py_TPFLAGS_DEFAULT;
   NullScopeType.tp_doc = "The scope of a disabled profiler: does nothing.";
-  NullScopeType.tp_methods = null_scope_methods;
+
+  FloorScopeType.tp_name = "lineprofiler._core._FloorScope";
+  FloorScopeType.tp_basicsize = sizeof(PyObject);
+  FloorScopeType.tp_flags = Py_TPFLAGS_DEFAULT;
+  FloorScopeType.tp_doc =
+      "The benchmarks' floor: an empty context manager with ordinary C methods.";
+  FloorScopeType.tp_methods = floor_scope_methods;
 
   FrontType.tp_name = "lineprofiler._core.PhaseFront";
   FrontType.tp_basicsize = sizeof(FrontObject);
@@ -1013,11 +1045,26 @@ int add_recorder_types(PyObject* module) {
   FrontType.tp_methods = front_methods;
 
   if (PyType_Ready(&RecorderType) < 0 || PyType_Ready(&ScopeType) < 0 ||
-      PyType_Ready(&NullScopeType) < 0 || PyType_Ready(&FrontType) < 0) {
+      PyType_Ready(&NullScopeType) < 0 || PyType_Ready(&FloorScopeType) < 0 ||
+      PyType_Ready(&FrontType) < 0) {
     return -1;
   }
-  g_null_scope = PyObject_Init(&g_null_scope_storage, &NullScopeType);
-  Py_INCREF(g_null_scope);  // immortal in practice: never deallocated
+  // __enter__/__exit__ of the scopes: bound methods reused, not allocated per `with`.
+  if (add_cached_method(&ScopeType, "__enter__", scope_enter, offsetof(ScopeObject, parked_enter),
+                        0, "Open the phase.") < 0 ||
+      add_cached_method(&ScopeType, "__exit__", scope_exit, offsetof(ScopeObject, parked_exit), 3,
+                        "Close the phase; exceptions propagate.") < 0 ||
+      add_cached_method(&NullScopeType, "__enter__", null_enter,
+                        offsetof(NullScopeObject, parked_enter), 0, "Do nothing.") < 0 ||
+      add_cached_method(&NullScopeType, "__exit__", null_exit,
+                        offsetof(NullScopeObject, parked_exit), 3,
+                        "Do nothing; exceptions propagate.") < 0) {
+    return -1;
+  }
+  // Both never deallocated (immortal in practice).
+  g_null_scope = PyObject_Init(reinterpret_cast<PyObject*>(&g_null_scope_storage), &NullScopeType);
+  Py_INCREF(g_null_scope);
+  Py_INCREF(PyObject_Init(&g_floor_scope_storage, &FloorScopeType));
 
   g_kw_io = PyUnicode_InternFromString("io");
   g_kw_sync = PyUnicode_InternFromString("sync");
