@@ -118,6 +118,36 @@ TEST_CASE("counters clamp at the int64 range instead of wrapping") {
   CHECK(got[down] == INT64_MIN + 3);
 }
 
+TEST_CASE("count() adds to the counter of its name whatever the order of names and phases") {
+  // count() checks the counter it found last on the node first: interleaved names, nodes and
+  // repeats must all land on their own counter (a reference map is the truth).
+  lp::Recorder rec(lp::RecorderOptions{false});
+  lp::ThreadState* ts = rec.register_thread("main");
+  uint32_t names[3] = {lp::NameTable::instance().intern("c0"),
+                       lp::NameTable::instance().intern("c1"),
+                       lp::NameTable::instance().intern("c2")};
+  uint32_t phase = lp::NameTable::instance().intern("p");
+  std::map<std::pair<bool, uint32_t>, int64_t> truth;  // (inside p, name) -> sum
+  uint64_t state = 12345;
+  int token;
+  for (int i = 0; i < 3000; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    bool inside = (state >> 60) & 1;
+    uint32_t name = names[(state >> 40) % 3];
+    int64_t n = int64_t((state >> 20) % 100);
+    if (inside) ts->enter(phase, &token);
+    ts->count(name, n);
+    if (inside) ts->exit(&token);
+    truth[{inside, name}] += n;
+  }
+  auto snap = rec.snapshot();
+  std::map<std::pair<bool, uint32_t>, int64_t> got;
+  for (auto& [name, value] : snap[0].nodes[0].counters) got[{false, name}] += value;
+  for (auto& [name, value] : find(snap[0], {"p"})->counters) got[{true, name}] += value;
+  CHECK(got == truth);
+  CHECK(snap[0].nodes[0].counters.size() == 3);  // one counter per name, never a duplicate
+}
+
 TEST_CASE("depth overflow is counted, and the tree folds at kMaxNodes") {
   lp::Recorder rec(lp::RecorderOptions{false});
   lp::ThreadState* ts = rec.register_thread("main");

@@ -60,6 +60,14 @@ uint32_t ThreadState::add_child(uint32_t parent, uint32_t name_id) {
   return index;
 }
 
+Counter& ThreadState::find_counter(uint32_t node, uint32_t name_id) {
+  Node& n = nodes_[node];
+  for (uint32_t c : n.counters) {
+    if (counters_[c].name_id == name_id) return *(n.last_counter = &counters_[c]);
+  }
+  return *(n.last_counter = &add_counter(node, name_id));
+}
+
 Counter& ThreadState::add_counter(uint32_t node, uint32_t name_id) {
   std::lock_guard<std::mutex> lock(struct_mu_);
   if (counters_.full()) {  // absurdly many counter names: keep counting into the last one

@@ -50,11 +50,12 @@ struct Counter {
 struct Node {
   Node(uint32_t name, uint32_t parent_node) : name_id(name), parent(parent_node) {}
   const uint32_t name_id;
-  const uint32_t parent;           // kRootNode's parent is itself
-  std::vector<uint32_t> children;  // node indices; appended under ThreadState::struct_mu
-  std::vector<uint32_t> counters;  // indices into ThreadState::counters; same rule
-  uint32_t last_child = 0;         // owner-only lookup hint
-  uint32_t sample_countdown = 0;   // owner-only: sampled entries to skip before the next measured
+  const uint32_t parent;            // kRootNode's parent is itself
+  std::vector<uint32_t> children;   // node indices; appended under ThreadState::struct_mu
+  std::vector<uint32_t> counters;   // indices into ThreadState::counters; same rule
+  uint32_t last_child = 0;          // owner-only lookup hint
+  Counter* last_counter = nullptr;  // owner-only lookup hint: the counter count() last found
+  uint32_t sample_countdown = 0;    // owner-only: sampled entries to skip before the next measured
   std::atomic<uint32_t> sample_every{0};  // largest scale recorded here (0/1: every entry measured)
   std::atomic<uint64_t> calls{0};
   std::atomic<uint64_t> wall_ns{0};
@@ -189,19 +190,17 @@ class ThreadState {
   inline void count(uint32_t name_id, int64_t n) {
     if (__builtin_expect(skip_token_ != nullptr, 0)) return;
     uint32_t d = depth_.load(std::memory_order_relaxed);
-    uint32_t node = d ? frames_[d - 1].node.load(std::memory_order_relaxed) : kRootNode;
+    uint32_t node = kRootNode;
     if (d) {
-      uint32_t scale = frames_[d - 1].scale.load(std::memory_order_relaxed);
+      const Frame& f = frames_[d - 1];
+      node = f.node.load(std::memory_order_relaxed);
+      uint32_t scale = f.scale.load(std::memory_order_relaxed);
       if (scale > 1) n = scale_count(n, scale);
     }
-    Node& nd = nodes_[node];
-    for (uint32_t c : nd.counters) {
-      if (counters_[c].name_id == name_id) {
-        bump_saturated(counters_[c].value, n);
-        return;
-      }
-    }
-    bump_saturated(add_counter(node, name_id).value, n);
+    Counter* c = nodes_[node].last_counter;
+    if (__builtin_expect(c == nullptr || c->name_id != name_id, 0))
+      c = &find_counter(node, name_id);
+    bump_saturated(c->value, n);
   }
 
   /// Name id of the innermost open phase, or kRootNameId (0) when none is open. Owner only.
@@ -232,6 +231,7 @@ class ThreadState {
     return add_child(parent, name_id);
   }
   uint32_t add_child(uint32_t parent, uint32_t name_id);
+  Counter& find_counter(uint32_t node, uint32_t name_id);  // found or added; sets the hint
   Counter& add_counter(uint32_t node, uint32_t name_id);
   void exit_out_of_order(const void* token);
   bool read_io(IoCounters* out);

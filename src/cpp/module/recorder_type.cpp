@@ -509,19 +509,35 @@ bool parse_count_args(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames
   return !values[1] || parse_count_n(values[1], n);
 }
 
-PyObject* do_count(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  // The common count(name) and count(name, int) skip the general parse.
+// count() on r (nullptr: none bound or installed, which still checks n): any call.
+LP_COLD PyObject* do_count_general(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
+                                   PyObject* kwnames) {
   PyObject* name;
-  int64_t n = 1;
-  if (!kwnames && (nargs == 1 || (nargs == 2 && small_int_value(args[1], &n)))) {
-    name = args[0];
-  } else if (!parse_count_args(args, nargs, kwnames, &name, &n)) {
-    return nullptr;
-  }
+  int64_t n;
+  if (!parse_count_args(args, nargs, kwnames, &name, &n)) return nullptr;
   if (!r || r->closed) Py_RETURN_NONE;
   uint32_t id;
   if (!name_id_of(name, &id)) return nullptr;
   thread_state(r)->count(id, n);
+  Py_RETURN_NONE;
+}
+
+// count(): count(name) and count(name, small int) with a name seen before, on a thread that has
+// recorded, take the inline path; anything else the general one.
+inline PyObject* do_count(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
+                          PyObject* kwnames) {
+  int64_t n = 1;
+  if (__builtin_expect(kwnames || (nargs != 1 && !(nargs == 2 && small_int_value(args[1], &n))),
+                       0)) {
+    return do_count_general(r, args, nargs, kwnames);
+  }
+  if (!r || r->closed) Py_RETURN_NONE;
+  const NameCacheEntry& entry = name_cache_slot(args[0]);
+  lp::ThreadState* ts = r->recorder->thread_state();
+  if (__builtin_expect(entry.obj != args[0] || !ts, 0)) {
+    return do_count_general(r, args, nargs, kwnames);
+  }
+  ts->count(entry.id, n);
   Py_RETURN_NONE;
 }
 
