@@ -6,7 +6,8 @@ Side by side in one process, interleaved rounds, best round kept (see _timing.py
   - raw read: one ThreadCpuClock.now_ns() in a C++ loop, per tier (exact, anchored, syscall),
     and time.thread_time_ns() from Python for reference;
   - `with profiler.phase("x"): pass` with measure_cpu=True for each tier, with measure_cpu=False,
-    and the floor `with _core.null_phase("x"): pass` (a with on an empty C context manager).
+    and the floor `with _core.PhaseFront()._bench_floor("x"): pass` (a with on an empty C context
+    manager with ordinary C methods).
 Ratios are to the floor. A tier this machine lacks is listed as unavailable, not measured.
 Each profiler's recorder takes the tier probed when it was made (_core.cpu_clock_reprobe).
 
@@ -26,7 +27,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -84,10 +84,10 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler], dict[str, str]]:
     quiet = dict(snapshot_interval_s=None, sample_interval_s=None)
     opened: list[Profiler] = []
     g: dict = {
-        "null": SimpleNamespace(phase=_core.null_phase),
+        "null": _core.PhaseFront(),  # unbound: its _bench_floor is the floor
         "thread_time_ns": time.thread_time_ns,
     }
-    cases: dict[str, tuple[str, dict]] = {FLOOR: ("with null.phase('x'): pass", g)}
+    cases: dict[str, tuple[str, dict]] = {FLOOR: ("with null._bench_floor('x'): pass", g)}
     nocpu = Profiler(run_dir=run_dir, enabled=True, measure_cpu=False, **quiet)
     opened.append(nocpu)
     g["nocpu"] = nocpu

@@ -3,7 +3,8 @@
     python benchmarks/bench_sampled.py [--rounds 15] [--loops 20000] [--json]
 
 Rows are ns per ``with ... : pass`` (enter + exit), the best of interleaved rounds in one
-process, and the ratio to the floor: a ``with`` on the C no-op scope (``_core.null_phase``).
+process, and the ratio to the floor: a ``with`` on an empty C context manager with ordinary C
+methods (``_core.PhaseFront()._bench_floor``).
 ``phase(sample=0.01), skipped entry`` uses a stride so long (1 in 10^9) that every timed entry
 is a skipped one; ``phase(sample=0.01), 1 in 100 measured`` is the mix a loop really sees.
 """
@@ -22,7 +23,7 @@ from lineprofiler.accounting import Profiler
 
 
 def _loop_null(n: int) -> int:
-    phase = _core.null_phase
+    phase = _core.PhaseFront()._bench_floor
     t0 = time.perf_counter_ns()
     for _ in range(n):
         with phase("x"):
@@ -69,7 +70,7 @@ def measure(rounds: int, loops: int) -> list[dict]:
         with skipper.phase("x", sample=1e-9):  # uses up the one measured entry of the stride
             pass
         rows = [
-            ("with _core.null_phase('x'): pass (the floor)", _loop_null),
+            ("with _bench_floor('x'): pass (the floor)", _loop_null),
             ("phase(sample=0.01), skipped entry", _make_loop(skipper.phase, sample=1e-9)),
             ("phase(sample=0.01), 1 in 100 measured", _make_loop(cpu.phase, sample=0.01)),
             ("phase(), measure_cpu=False", _make_loop(nocpu.phase)),
