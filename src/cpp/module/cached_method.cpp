@@ -203,7 +203,7 @@ int add_cached_method(PyTypeObject* type, const char* name, CachedMethodFn fn,
   d->name = PyUnicode_InternFromString(name);
   int rc = d->name ? PyDict_SetItem(type->tp_dict, d->name, reinterpret_cast<PyObject*>(d)) : -1;
   if (rc == 0) PyType_Modified(type);
-  Py_DECREF(d);  // the type's dict holds it (a failed d keeps no name: never deallocated here)
+  Py_DECREF(d);  // from here the type's dict holds it (for the life of the process)
   return rc;
 }
 

@@ -412,9 +412,8 @@ bool parse_phase_options(PyObject* const* args, Py_ssize_t nargs, PyObject* kwna
 inline ScopeObject* take_scope(RecorderObject* r) {
   for (ScopeObject*& spare : r->spare) {
     if (!spare) {
-      spare = PyObject_New(ScopeObject, &ScopeType);
+      spare = scope_new();
       if (!spare) return nullptr;
-      spare->parked_enter = spare->parked_exit = nullptr;
       spare->rec = r;
       spare->flags = kScopeSpare;
     }
