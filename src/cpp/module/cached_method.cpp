@@ -52,7 +52,8 @@ __attribute__((noinline, cold)) PyObject* bad_call(const CachedMethodDescr* d, P
 }
 
 inline bool call_fits(const CachedMethodDescr* d, Py_ssize_t nargs, PyObject* kwnames) {
-  return !kwnames && (d->nargs_required < 0 || nargs == d->nargs_required);
+  return (!kwnames || PyTuple_GET_SIZE(kwnames) == 0) &&
+         (d->nargs_required < 0 || nargs == d->nargs_required);
 }
 
 PyObject* bound_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf,
