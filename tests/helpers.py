@@ -1,4 +1,5 @@
-"""The one subprocess helper for tests (and its environment), and small readers of worker files."""
+"""The one subprocess helper for tests (and its environment), the in-process test profiler, and small
+readers of worker files."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import lineprofiler
+from lineprofiler.accounting import Profiler
 
 # The folder this lineprofiler is imported from: a test's child process imports the same one.
 _LINEPROFILER_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(lineprofiler.__file__)))
@@ -80,3 +82,12 @@ def worker_files(run_dir: Path) -> list[Path]:
 
 def read_worker(path: Path) -> dict[str, Any]:
     return json.loads(Path(path).read_text())
+
+
+def quiet_profiler(run_dir: Path, **kw: Any) -> Profiler:
+    """An enabled profiler with no snapshot or sampler thread (the spec's recipe for tests); any
+    keyword overrides those defaults."""
+    kw.setdefault("enabled", True)
+    kw.setdefault("snapshot_interval_s", None)
+    kw.setdefault("sample_interval_s", None)
+    return Profiler(run_dir=run_dir, **kw)

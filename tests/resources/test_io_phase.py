@@ -17,16 +17,13 @@ import pytest
 
 from lineprofiler import _core
 from lineprofiler.accounting import Profiler
-from tests.helpers import read_worker, run_python
+from tests.helpers import quiet_profiler, read_worker, run_python
 
 PAGE = os.sysconf("SC_PAGESIZE")
 
 
 def make(tmp_path, **kw) -> Profiler:
-    kw.setdefault("enabled", True)
-    kw.setdefault("snapshot_interval_s", None)
-    kw.setdefault("sample_interval_s", None)
-    return Profiler(run_dir=tmp_path / "run", **kw)
+    return quiet_profiler(tmp_path / "run", **kw)
 
 
 def thread_io() -> dict[str, int]:

@@ -12,13 +12,11 @@ import pytest
 
 from lineprofiler import _core
 from lineprofiler.accounting import Profiler
+from tests.helpers import quiet_profiler
 
 
 def make(tmp_path, **kw) -> Profiler:
-    kw.setdefault("enabled", True)
-    kw.setdefault("snapshot_interval_s", None)
-    kw.setdefault("sample_interval_s", None)
-    return Profiler(run_dir=tmp_path / "run", **kw)
+    return quiet_profiler(tmp_path / "run", **kw)
 
 
 def test_a_scope_only_the_with_statement_holds_stays_alive_until_its_exit(tmp_path):

@@ -10,13 +10,11 @@ import pytest
 
 from lineprofiler import _core
 from lineprofiler.accounting import Profiler
+from tests.helpers import quiet_profiler
 
 
 def make(tmp_path, **kw) -> Profiler:
-    kw.setdefault("enabled", True)
-    kw.setdefault("snapshot_interval_s", None)
-    kw.setdefault("sample_interval_s", None)
-    return Profiler(run_dir=tmp_path / "run", **kw)
+    return quiet_profiler(tmp_path / "run", **kw)
 
 
 def test_many_scopes_held_at_once_are_distinct_and_each_records(tmp_path):

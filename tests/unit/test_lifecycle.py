@@ -12,7 +12,7 @@ import pytest
 
 from lineprofiler import accounting
 from lineprofiler.accounting import Profiler, _identity, _lifecycle
-from tests.helpers import run_python
+from tests.helpers import quiet_profiler, run_python
 from tests.integration.runfiles import roles, workers
 
 ENV = ("LINEPROFILER_PROFILE", "LINEPROFILER_RUN_DIR", "LINEPROFILER_RUN_ID")
@@ -20,10 +20,7 @@ SIGNALS = [signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP]
 
 
 def make(run_dir: Path, **kw) -> Profiler:
-    kw.setdefault("enabled", True)
-    kw.setdefault("snapshot_interval_s", None)
-    kw.setdefault("sample_interval_s", None)
-    return Profiler(run_dir=run_dir, **kw)
+    return quiet_profiler(run_dir, **kw)
 
 
 @pytest.fixture

@@ -13,14 +13,11 @@ import pytest
 
 from lineprofiler import _core, accounting
 from lineprofiler.accounting import Profiler
-from tests.helpers import read_worker, worker_files
+from tests.helpers import quiet_profiler, read_worker, worker_files
 
 
 def make(tmp_path, **kw) -> Profiler:
-    kw.setdefault("enabled", True)
-    kw.setdefault("snapshot_interval_s", None)
-    kw.setdefault("sample_interval_s", None)
-    return Profiler(run_dir=tmp_path / "run", **kw)
+    return quiet_profiler(tmp_path / "run", **kw)
 
 
 def spin(seconds: float) -> None:
