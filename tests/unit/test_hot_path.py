@@ -147,3 +147,70 @@ def test_a_front_method_called_on_a_foreign_object_raises():
 
     with pytest.raises(TypeError):
         Sub.__dict__["phase"](object(), "x")
+
+
+def test_a_full_counter_table_does_not_send_counts_to_another_phase(tmp_path):
+    # With the thread's 65,536 counters used up, a new name is counted into the table's last
+    # counter; that must not make count() on another phase find that counter by its name.
+    with make(tmp_path) as p:
+        with p.phase("A"):
+            p.count("Z", 1)
+        for i in range(65536 - 2):
+            p.count(f"fill{i}")
+        with p.phase("B"):
+            p.count("Z", 1)  # the table's last counter
+        with p.phase("A"):
+            p.count("overflow")  # table full: lands on B's Z
+            p.count("Z", 100)
+        tree = p.merged_tree()
+    assert tree[("A",)].counters == {"Z": 101}
+    assert tree[("B",)].counters == {"Z": 2}
+
+
+# Python code that runs inside phase()/count()/__enter__/__exit__ (a name's __str__, n's __index__,
+# the sync resolver) may drop the last reference to the recorder in use. Under the ASan build of
+# the module (scripts/module-asan-tests) a use after free fails these; here they must not crash.
+
+
+def test_a_name_whose_str_unbinds_the_front(tmp_path):
+    front = _core.PhaseFront()
+    front._bind(_core.Recorder(str(tmp_path / "w.json")))
+
+    class Name:
+        def __str__(self) -> str:
+            front._bind(None)  # the front held the only reference to the recorder
+            return "n"
+
+    front.count(Name())
+    front._bind(_core.Recorder(str(tmp_path / "w2.json")))
+    with front.phase(Name()):
+        pass
+
+
+def test_an_index_that_unbinds_the_front(tmp_path):
+    front = _core.PhaseFront()
+    front._bind(_core.Recorder(str(tmp_path / "w.json")))
+
+    class N:
+        def __index__(self) -> int:
+            front._bind(None)
+            return 3
+
+    front.count("n", N())
+
+
+def test_a_sync_resolver_that_drops_the_recorder(tmp_path):
+    from lineprofiler.accounting import torch_support
+
+    holder = {"r": _core.Recorder(str(tmp_path / "w.json"))}
+
+    def resolver():
+        holder.pop("r", None)  # the last reference, dropped inside __enter__
+        return None
+
+    _core.set_sync_resolver(resolver)
+    try:
+        with holder["r"].phase("x", sync=True):
+            pass
+    finally:
+        _core.set_sync_resolver(torch_support.cuda_sync_resolver)

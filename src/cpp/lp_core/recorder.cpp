@@ -65,7 +65,10 @@ Counter& ThreadState::find_counter(uint32_t node, uint32_t name_id) {
   for (uint32_t c : n.counters) {
     if (counters_[c].name_id == name_id) return *(n.last_counter = &counters_[c]);
   }
-  return *(n.last_counter = &add_counter(node, name_id));
+  Counter& added = add_counter(node, name_id);
+  // On a full table add_counter returns the last counter, maybe another node's: no hint then.
+  if (!n.counters.empty() && &counters_[n.counters.back()] == &added) n.last_counter = &added;
+  return added;
 }
 
 Counter& ThreadState::add_counter(uint32_t node, uint32_t name_id) {

@@ -285,39 +285,74 @@ inline lp::ThreadState* thread_state(RecorderObject* r) {
 // ---------------------------------------------------------------------------------------------
 // Scopes
 
+// Opens s's entry on ts; whether it was recorded is kept in s's flags for __exit__.
+inline bool scope_open(ScopeObject* s, lp::ThreadState* ts) {
+  PyObject* token = reinterpret_cast<PyObject*>(s);
+  bool recorded = (s->flags & kScopeIo) ? ts->enter_io(s->name_id, token, s->sample_every)
+                                        : ts->enter(s->name_id, token, s->sample_every);
+  s->flags = recorded ? s->flags | kScopeRecorded : s->flags & ~kScopeRecorded;
+  return recorded;
+}
+
+// Closes s's entry on ts (or ends its skip, for an entry sampling skipped).
+inline void scope_close(ScopeObject* s, lp::ThreadState* ts) {
+  PyObject* token = reinterpret_cast<PyObject*>(s);
+  if (!(s->flags & kScopeRecorded)) {
+    ts->exit_skipped(token);
+  } else if (s->flags & kScopeIo) {
+    ts->exit_io(token);
+  } else {
+    ts->exit(token);
+  }
+}
+
+// __enter__ where Python code runs: the thread's first entry (its name is read through threading)
+// or sync=True. That code could drop the last reference to a recorder a spare scope only borrows,
+// so the recorder is held until it is done.
+LP_COLD void scope_enter_holding(ScopeObject* s) {
+  RecorderObject* r = s->rec;
+  Py_INCREF(r);
+  lp::ThreadState* ts = thread_state(r);
+  if (scope_open(s, ts) && (s->flags & kScopeSync)) {
+    cuda_sync_now();  // drain what earlier phases queued, unbilled to this one
+    ts->restart_top();
+  }
+  Py_DECREF(r);
+}
+
 PyObject* scope_enter(PyObject* self, PyObject* const*, Py_ssize_t) {
   ScopeObject* s = reinterpret_cast<ScopeObject*>(self);
-  if (s->rec && !s->rec->closed) {
-    lp::ThreadState* ts = thread_state(s->rec);
-    bool recorded = (s->flags & kScopeIo) ? ts->enter_io(s->name_id, self, s->sample_every)
-                                          : ts->enter(s->name_id, self, s->sample_every);
-    if (!recorded) {
-      s->flags &= ~kScopeRecorded;
+  RecorderObject* r = s->rec;
+  if (r && !r->closed) {
+    lp::ThreadState* ts = r->recorder->thread_state();
+    if (__builtin_expect(!ts || (s->flags & kScopeSync), 0)) {
+      scope_enter_holding(s);
     } else {
-      s->flags |= kScopeRecorded;
-      if (s->flags & kScopeSync) {  // drain what earlier phases queued, unbilled to this one
-        cuda_sync_now();
-        ts->restart_top();
-      }
+      scope_open(s, ts);
     }
   }
   Py_INCREF(self);
   return self;
 }
 
+// __exit__ of a sync=True entry: the recorder is held across the Python sync call (see above).
+LP_COLD void scope_exit_synced(ScopeObject* s) {
+  RecorderObject* r = s->rec;
+  Py_INCREF(r);
+  cuda_sync_now();
+  if (lp::ThreadState* ts = r->recorder->thread_state()) scope_close(s, ts);
+  Py_DECREF(r);
+}
+
 PyObject* scope_exit(PyObject* self, PyObject* const*, Py_ssize_t) {
   ScopeObject* s = reinterpret_cast<ScopeObject*>(self);
   lp::ThreadState* ts = s->rec ? s->rec->recorder->thread_state() : nullptr;
   if (!ts) Py_RETURN_NONE;
-  if (s->flags & kScopeRecorded) {
-    if (s->flags & kScopeSync) cuda_sync_now();
-    if (s->flags & kScopeIo) {
-      ts->exit_io(self);
-    } else {
-      ts->exit(self);
-    }
+  if (__builtin_expect((s->flags & (kScopeSync | kScopeRecorded)) == (kScopeSync | kScopeRecorded),
+                       0)) {
+    scope_exit_synced(s);
   } else {
-    ts->exit_skipped(self);
+    scope_close(s, ts);
   }
   Py_RETURN_NONE;
 }
@@ -430,24 +465,49 @@ inline ScopeObject* take_scope(RecorderObject* r) {
   return s;
 }
 
-PyObject* make_scope(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
-                     PyObject* kwnames) {
-  uint32_t flags = 0;
-  uint32_t sample_every = 1;
-  PyObject* name = nargs ? args[0] : nullptr;
-  if ((nargs != 1 || kwnames) &&
-      !parse_phase_options(args, nargs, kwnames, &name, &flags, &sample_every)) {
-    return nullptr;
-  }
-  if (r->closed) return null_scope();
-  uint32_t id;
-  if (!phase_name_id(r, name, &id)) return nullptr;
+// A scope of r for the phase name_id.
+inline PyObject* fill_scope(RecorderObject* r, uint32_t id, uint32_t flags, uint32_t sample_every) {
   ScopeObject* s = take_scope(r);
   if (!s) return nullptr;
   s->name_id = id;
   s->flags = flags | (s->flags & kScopeSpare);
   s->sample_every = sample_every;
   return reinterpret_cast<PyObject*>(s);
+}
+
+// phase() on r, any call. Python code may run here (an option's __float__, a name's __str__, a
+// name-shape warning) and drop the reference the caller borrowed r through (a front's, or the
+// installed one), so r is held until it is done.
+LP_COLD PyObject* make_scope_holding(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
+                                     PyObject* kwnames) {
+  Py_INCREF(r);
+  PyObject* out = nullptr;
+  uint32_t flags = 0, sample_every = 1, id;
+  PyObject* name = nargs ? args[0] : nullptr;
+  if ((nargs == 1 && !kwnames) ||
+      parse_phase_options(args, nargs, kwnames, &name, &flags, &sample_every)) {
+    if (r->closed) {
+      out = null_scope();
+    } else if (phase_name_id(r, name, &id)) {
+      out = fill_scope(r, id, flags, sample_every);
+    }
+  }
+  Py_DECREF(r);
+  return out;
+}
+
+// phase(): phase(name) with a name this recorder has seen takes the inline path, which runs no
+// Python code; anything else the general one.
+inline PyObject* make_scope(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
+                            PyObject* kwnames) {
+  if (__builtin_expect(nargs != 1 || kwnames || r->closed, 0)) {
+    return make_scope_holding(r, args, nargs, kwnames);
+  }
+  const NameCacheEntry& entry = name_cache_slot(args[0]);
+  if (__builtin_expect(entry.obj != args[0] || entry.shape_checked_by != r->serial, 0)) {
+    return make_scope_holding(r, args, nargs, kwnames);
+  }
+  return fill_scope(r, entry.id, 0, 1);
 }
 
 // An int's value, saturated to the int64 range.
@@ -508,16 +568,19 @@ bool parse_count_args(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames
   return !values[1] || parse_count_n(values[1], n);
 }
 
-// count() on r (nullptr: none bound or installed, which still checks n): any call.
+// count() on r (nullptr: none bound or installed, which still checks n), any call. Python code may
+// run here (n's __index__, a name's __str__, the thread's name) and drop the reference r was
+// borrowed through, so r is held until it is done.
 LP_COLD PyObject* do_count_general(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
                                    PyObject* kwnames) {
   PyObject* name;
   int64_t n;
-  if (!parse_count_args(args, nargs, kwnames, &name, &n)) return nullptr;
-  if (!r || r->closed) Py_RETURN_NONE;
+  Py_XINCREF(r);
+  bool ok = parse_count_args(args, nargs, kwnames, &name, &n);
   uint32_t id;
-  if (!name_id_of(name, &id)) return nullptr;
-  thread_state(r)->count(id, n);
+  if (ok && r && !r->closed && (ok = name_id_of(name, &id))) thread_state(r)->count(id, n);
+  Py_XDECREF(r);
+  if (!ok) return nullptr;
   Py_RETURN_NONE;
 }
 
@@ -817,8 +880,11 @@ struct FrontObject {
 inline PyObject* phase_on(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
                           PyObject* kwnames) {
   if (!r) return null_scope();
-  if (r->phase_wrapper && !r->closed) {
-    return PyObject_Vectorcall(r->phase_wrapper, args, size_t(nargs), kwnames);
+  if (r->phase_wrapper && !r->closed) {  // held: the call may drop r, and r's reference to it
+    PyObject* wrapper = Py_NewRef(r->phase_wrapper);
+    PyObject* scope = PyObject_Vectorcall(wrapper, args, size_t(nargs), kwnames);
+    Py_DECREF(wrapper);
+    return scope;
   }
   return make_scope(r, args, nargs, kwnames);
 }
