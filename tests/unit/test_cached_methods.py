@@ -59,6 +59,7 @@ def test_a_released_bound_method_is_reused_and_two_alive_at_once_are_distinct(tm
         assert id(s.__exit__) == first  # the parked one again, not a new allocation
         a, b = s.__enter__, s.__enter__
         assert a is not b and a.__self__ is b.__self__ is s
+        assert a == b and hash(a) == hash(b) and a != s.__exit__ and a != p.phase("y").__enter__
         del a, b  # one parks, the other is freed
 
 

@@ -85,6 +85,23 @@ PyObject* bound_repr(PyObject* obj) {
                               b->descr->name, b->self);
 }
 
+// Two bound methods are equal when they bind the same method to the same instance (as for
+// ordinary bound methods: `s.__exit__ == s.__exit__`, though the two objects may differ).
+PyObject* bound_richcompare(PyObject* a, PyObject* b, int op) {
+  if ((op != Py_EQ && op != Py_NE) || !Py_IS_TYPE(b, &BoundType)) Py_RETURN_NOTIMPLEMENTED;
+  BoundMethod* x = reinterpret_cast<BoundMethod*>(a);
+  BoundMethod* y = reinterpret_cast<BoundMethod*>(b);
+  bool same = x->self == y->self && x->descr == y->descr;
+  return Py_NewRef(same == (op == Py_EQ) ? Py_True : Py_False);
+}
+
+Py_hash_t bound_hash(PyObject* obj) {
+  BoundMethod* b = reinterpret_cast<BoundMethod*>(obj);
+  Py_hash_t h = Py_hash_t(reinterpret_cast<uintptr_t>(b->self) >> 4) ^
+                Py_hash_t(reinterpret_cast<uintptr_t>(b->descr) >> 4) * 1000003;
+  return h == -1 ? -2 : h;
+}
+
 PyMemberDef bound_members[] = {
     {"__self__", T_OBJECT, offsetof(BoundMethod, self), READONLY, "The instance bound."},
     {"__func__", T_OBJECT, offsetof(BoundMethod, descr), READONLY, "The unbound method."},
@@ -137,6 +154,11 @@ PyObject* descr_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
   return d->fn(args[0], args + 1, nargs - 1);
 }
 
+void descr_dealloc(PyObject* self) {
+  Py_XDECREF(reinterpret_cast<CachedMethodDescr*>(self)->name);
+  PyObject_Free(self);
+}
+
 PyObject* descr_repr(PyObject* self) {
   CachedMethodDescr* d = reinterpret_cast<CachedMethodDescr*>(self);
   return PyUnicode_FromFormat("<method '%U' of '%s' objects>", d->name, d->owner->tp_name);
@@ -172,6 +194,7 @@ int ready_types() {
   DescrType.tp_call = PyVectorcall_Call;
   DescrType.tp_descr_get = descr_get;
   DescrType.tp_repr = descr_repr;
+  DescrType.tp_dealloc = descr_dealloc;
   DescrType.tp_members = descr_members;
   DescrType.tp_getset = descr_getset;
 
@@ -183,6 +206,8 @@ int ready_types() {
   BoundType.tp_call = PyVectorcall_Call;
   BoundType.tp_dealloc = bound_dealloc;
   BoundType.tp_repr = bound_repr;
+  BoundType.tp_richcompare = bound_richcompare;
+  BoundType.tp_hash = bound_hash;
   BoundType.tp_members = bound_members;
   BoundType.tp_getset = bound_getset;
   return PyType_Ready(&DescrType) < 0 || PyType_Ready(&BoundType) < 0 ? -1 : 0;
@@ -195,6 +220,7 @@ int add_cached_method(PyTypeObject* type, const char* name, CachedMethodFn fn,
   if (ready_types() < 0) return -1;
   CachedMethodDescr* d = PyObject_New(CachedMethodDescr, &DescrType);
   if (!d) return -1;
+  d->name = nullptr;
   d->vectorcall = descr_vectorcall;
   d->owner = type;
   d->fn = fn;
