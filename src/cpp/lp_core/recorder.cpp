@@ -65,22 +65,19 @@ Counter& ThreadState::find_counter(uint32_t node, uint32_t name_id) {
   for (uint32_t c : n.counters) {
     if (counters_[c].name_id == name_id) return *(n.last_counter = &counters_[c]);
   }
-  Counter& added = add_counter(node, name_id);
-  // On a full table add_counter returns the last counter, maybe another node's: no hint then.
-  if (!n.counters.empty() && &counters_[n.counters.back()] == &added) n.last_counter = &added;
-  return added;
+  return add_counter(node, name_id);
 }
 
 Counter& ThreadState::add_counter(uint32_t node, uint32_t name_id) {
   std::lock_guard<std::mutex> lock(struct_mu_);
   if (counters_.full()) {  // absurdly many counter names: keep counting into the last one
     bump(counter_overflow, uint64_t(1));
-    return counters_.back();
+    return counters_.back();  // maybe another node's: not this node's hint
   }
   uint32_t index = uint32_t(counters_.size());
   counters_.emplace_back(name_id);
   nodes_[node].counters.push_back(index);
-  return counters_.back();
+  return *(nodes_[node].last_counter = &counters_.back());
 }
 
 void ThreadState::exit_out_of_order(const void* token) {

@@ -232,7 +232,7 @@ class ThreadState {
   }
   uint32_t add_child(uint32_t parent, uint32_t name_id);
   Counter& find_counter(uint32_t node, uint32_t name_id);  // found or added; sets the hint
-  Counter& add_counter(uint32_t node, uint32_t name_id);
+  Counter& add_counter(uint32_t node, uint32_t name_id);   // sets the hint unless the table is full
   void exit_out_of_order(const void* token);
   bool read_io(IoCounters* out);
   void mark_sampled(uint32_t node, uint32_t scale) {

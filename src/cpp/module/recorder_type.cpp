@@ -154,14 +154,19 @@ LP_COLD bool check_name_shape(RecorderObject* r, uint32_t id) {
 }
 
 // The name id of phase()'s name, its shape checked once per recorder and name object.
+// The id of a name object r has seen and checked, with no call into CPython; false otherwise.
+inline bool seen_phase_name(RecorderObject* r, PyObject* name, uint32_t* id) {
+  const NameCacheEntry& entry = name_cache_slot(name);
+  if (entry.obj != name || entry.shape_checked_by != r->serial) return false;
+  *id = entry.id;
+  return true;
+}
+
 inline bool phase_name_id(RecorderObject* r, PyObject* name, uint32_t* id) {
-  NameCacheEntry& entry = name_cache_slot(name);
-  if (entry.obj == name && entry.shape_checked_by == r->serial) {
-    *id = entry.id;
-    return true;
-  }
+  if (seen_phase_name(r, name, id)) return true;
   if (!name_id_of(name, id)) return false;
   if (!check_name_shape(r, *id)) return false;
+  NameCacheEntry& entry = name_cache_slot(name);
   if (entry.obj == name) entry.shape_checked_by = r->serial;
   return true;
 }
@@ -500,14 +505,12 @@ LP_COLD PyObject* make_scope_holding(RecorderObject* r, PyObject* const* args, P
 // Python code; anything else the general one.
 inline PyObject* make_scope(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
                             PyObject* kwnames) {
-  if (__builtin_expect(nargs != 1 || kwnames || r->closed, 0)) {
+  uint32_t id;
+  if (__builtin_expect(nargs != 1 || kwnames || r->closed || !seen_phase_name(r, args[0], &id),
+                       0)) {
     return make_scope_holding(r, args, nargs, kwnames);
   }
-  const NameCacheEntry& entry = name_cache_slot(args[0]);
-  if (__builtin_expect(entry.obj != args[0] || entry.shape_checked_by != r->serial, 0)) {
-    return make_scope_holding(r, args, nargs, kwnames);
-  }
-  return fill_scope(r, entry.id, 0, 1);
+  return fill_scope(r, id, 0, 1);
 }
 
 // An int's value, saturated to the int64 range.
