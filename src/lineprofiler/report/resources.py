@@ -183,10 +183,12 @@ def reduce_table(
 
 
 def read_worker_samples(
-    run: MergedRun, worker: Worker, doc: Mapping[str, Any], file_path: Path
+    run: MergedRun, worker: Worker, status: Mapping[str, Any], file_path: Path
 ) -> None:
-    """Reduces one worker's sidecar into ``run.samples`` (merge_run, with_samples=True)."""
-    status = doc.get("samples")
+    """Reduces one worker's sidecar into ``run.samples`` (merge_run, with_samples=True).
+
+    ``status`` is the worker document's ``samples`` object; ``file_path`` its worker file.
+    """
     if not isinstance(status, dict):
         return  # sampler off for this worker (sample_interval_s=None): no rows, no caveat
     res = _resources(run)
