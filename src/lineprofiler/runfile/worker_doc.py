@@ -103,6 +103,7 @@ class _Header(msgspec.Struct):
 # One thread's record of one path, checked: (path, record, sample_every, thread_node, io).
 PhaseRecord = tuple[Path_, PhaseRec, int, bool, "dict[str, int] | None"]
 
+
 class _Threads(msgspec.Struct):
     threads: list[_Thread] = []
 
