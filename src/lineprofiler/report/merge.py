@@ -17,10 +17,12 @@ from pathlib import Path
 
 from lineprofiler.report import resources
 from lineprofiler.report.caveats import run_caveats
-from lineprofiler.report.fold import Partial
+from lineprofiler.report.fold import Folded, Partial
 from lineprofiler.report.model import Attempt, MergedPhase, MergedRun, Path_, Role
 from lineprofiler.report.parallel import fold_run
+from lineprofiler.report.reduce import load_host
 from lineprofiler.runfile.layout import worker_files
+from lineprofiler.runfile.summary import SUMMARIES_DIR
 from lineprofiler.runfile.worker_doc import Worker
 
 # A worker not yet closed is stale when its last write is this much older than the run's newest
@@ -33,7 +35,7 @@ class RunError(Exception):
     """The directory cannot be reported at all (missing, empty, not a run, nothing readable)."""
 
 
-def _check_run_dir(run_dir: Path) -> list[Path]:
+def check_run_dir(run_dir: Path) -> list[Path]:
     if not run_dir.exists():
         raise RunError(f"{run_dir}: no such directory")
     if not run_dir.is_dir():
@@ -75,8 +77,8 @@ def merge_run(
     in ``run.unreadable`` instead.
     """
     root = Path(os.fspath(run_dir))
-    files = _check_run_dir(root)
-    folded = fold_run(root, files, with_samples, jobs)
+    files = check_run_dir(root)
+    folded = _fold(root, files, with_samples, jobs)
     partials = folded.partials
     keys = set(partials) | set(folded.unreadable)
     if attempt is not None and attempt not in keys:
@@ -144,6 +146,28 @@ def merge_run(
     _mark_stale(run)
     run.caveats = run_caveats(run) + (run.samples.caveats if run.samples else [])
     return run
+
+
+def _fold(root: Path, files: list[Path], with_samples: bool, jobs: int | None) -> Folded:
+    """Folds the run: each host from its summary (``lineprofiler reduce``) where one covers that
+    host's files as they are now, the rest from the files."""
+    by_host: dict[str, list[Path]] = {}
+    for f in files:
+        by_host.setdefault(f.parent.name, []).append(f)
+    folded = Folded()
+    rest: list[Path] = []
+    if (root / SUMMARIES_DIR).is_dir():
+        for host, host_files in by_host.items():
+            got = load_host(root, host, host_files)
+            if got is None:
+                rest += host_files
+            else:
+                folded.add(got)
+    else:
+        rest = files
+    if rest:
+        folded.add(fold_run(root, rest, with_samples, jobs))
+    return folded
 
 
 def _newest(partials: dict[str, Partial]) -> str | None:
