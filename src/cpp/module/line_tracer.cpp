@@ -267,6 +267,8 @@ PyObject* tracer_clear(LineTracerObject* self, PyObject*) {
     }
   }
   t->enabled_ticks = 0;
+  t->displacements = 0;
+  t->threads_skipped = 0;
   if (g_active == t) t->enabled_at = now;
   // Counters of the running activation are added later: start from minus their current values
   // (unsigned arithmetic wraps back to the delta).
@@ -323,6 +325,22 @@ PyObject* tracer_results(LineTracerObject* self, PyObject*) {
   return out;
 }
 
+// The tracer object called as a Python trace function (see reclaim()): returns None.
+PyObject* tracer_call(LineTracerObject* self, PyObject* args, PyObject* kwds) {
+  PyObject *frame = nullptr, *event = nullptr, *arg = nullptr;
+  if (kwds || !PyArg_UnpackTuple(args, "LineTracer", 3, 3, &frame, &event, &arg)) {
+    PyErr_Clear();  // never raise into the code being traced
+    Py_RETURN_NONE;
+  }
+  reclaim(self->t, g_active == self->t, frame, event, arg);
+  Py_RETURN_NONE;
+}
+
+PyObject* tracer_get_gaps(LineTracerObject* self, void*) {
+  return Py_BuildValue("(KK)", (unsigned long long)self->t->displacements,
+                       (unsigned long long)self->t->threads_skipped);
+}
+
 PyObject* tracer_get_active(LineTracerObject* self, void*) {
   return PyBool_FromLong(g_active == self->t);
 }
@@ -371,6 +389,10 @@ PyGetSetDef tracer_getset[] = {
      "Wall time spent enabled since the last clear(), in ns.", nullptr},
     {"events", reinterpret_cast<getter>(tracer_get_events), nullptr,
      "(line_events, traced_calls, foreign_calls) counted since the last clear().", nullptr},
+    {"gaps", reinterpret_cast<getter>(tracer_get_gaps), nullptr,
+     "(displacements, threads_skipped) since the last clear(): times another trace function "
+     "displaced this one and gave it back, threads left untraced at enable (3.11; else 0).",
+     nullptr},
     {"scope_key", reinterpret_cast<getter>(tracer_get_scope_key), nullptr,
      "The scope name given at construction.", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
@@ -399,6 +421,7 @@ int add_line_tracer(PyObject* module) {
   LineTracerType.tp_doc =
       "LineTracer(filter, scope_key=''): the C++ line tracer; filter(filename) -> bool.";
   LineTracerType.tp_new = tracer_new;
+  LineTracerType.tp_call = reinterpret_cast<ternaryfunc>(tracer_call);
   LineTracerType.tp_dealloc = reinterpret_cast<destructor>(tracer_dealloc);
   LineTracerType.tp_traverse = reinterpret_cast<traverseproc>(tracer_traverse);
   LineTracerType.tp_clear = reinterpret_cast<inquiry>(tracer_clear_refs);
@@ -411,7 +434,7 @@ int add_line_tracer(PyObject* module) {
     return -1;
   }
   if (PyModule_AddStringConstant(module, "LINE_TRACER_MECHANISM", mechanism_name()) < 0) return -1;
-  PyMethodDef* defs[] = {&module_defs[0], &g_noop_trace_def,
+  PyMethodDef* defs[] = {&module_defs[0], &g_noop_trace_def, &g_call_unprofiled_def,
                          g_thread_hook_def.ml_name ? &g_thread_hook_def : nullptr};
   for (PyMethodDef* def : defs) {
     if (!def) continue;

@@ -108,6 +108,13 @@ struct Tracer {
   uint64_t generation = 0;     // bumped at each enable/disable: invalidates thread-local stacks
   uint64_t enabled_at = 0;     // ticks at enable
   uint64_t enabled_ticks = 0;  // total ticks spent enabled
+  // Gaps, counted since the last clear() (3.11; always 0 on sys.monitoring):
+  uint64_t displacements = 0;    // another trace function replaced ours and then gave it back
+  uint64_t threads_skipped = 0;  // threads running another trace function at enable (untraced)
+  // 3.11: weak references to out-of-project generators (and coroutines) whose frame we gave
+  // f_trace_lines = 0; restored at disable. Dead entries are swept when the list doubles.
+  std::vector<PyObject*> foreign_gens;
+  size_t gens_sweep_at = 256;
 };
 
 /// Saves the error indicator for its lifetime and restores it at the end (discarding any error
@@ -159,11 +166,19 @@ int install_hooks(Tracer* t);
 /// Removes the hooks from every thread. Sets *displaced when another tracer had replaced ours on
 /// the calling thread (that tracer is left in place). Returns 0, or -1 with an exception set.
 int remove_hooks(Tracer* t, bool* displaced);
+/// find_conflict() for a trace function (sys.settrace level) on the calling thread.
+int settrace_conflict(PyObject** why);
+/// The LineTracer object called as a Python trace function: someone saved sys.gettrace() (ours)
+/// and restored it with sys.settrace. Puts the C hook back on this thread (counting the gap) and
+/// feeds it this event; when t is not active, removes the trace function. Never raises.
+void reclaim(Tracer* t, bool active, PyObject* frame, PyObject* event, PyObject* arg);
 /// Looks for a conflicting tracer already installed. Returns 1 with *why (a new str describing
 /// it) on conflict, 0 when there is none, -1 with an exception set on error.
 int find_conflict(PyObject** why);
 /// 3.11: the function given to threading.settrace so threads started inside the block are traced.
 extern PyMethodDef g_thread_hook_def;
+/// _call_unprofiled(fn): fn() with the thread's profile function off (the calibration).
+extern PyMethodDef g_call_unprofiled_def;
 /// _noop_trace(on): a do-nothing C trace function on the calling thread (benchmarks' floor).
 extern PyMethodDef g_noop_trace_def;
 /// "settrace" or "sys.monitoring".

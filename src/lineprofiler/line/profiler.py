@@ -14,7 +14,7 @@ from lineprofiler import _core
 from lineprofiler.line import _calibrate
 from lineprofiler.line._scope import ProjectScope, find_project_folder
 from lineprofiler.line.printers import print_function_stats, print_top_lines
-from lineprofiler.line.stats import FunctionKey, FunctionStats, build_stats
+from lineprofiler.line.stats import FunctionKey, FunctionStats, TracerResults, build_stats
 
 JSON_SCHEMA_VERSION = 1
 
@@ -44,6 +44,7 @@ class LineProfiler:
         self._tracer = _core.LineTracer(self._scope, self._scope.key)
         self._thread_hook_set = False
         self._previous_thread_hook: Any = None
+        self._gaps_at_enable = 0
 
     # ---- lifecycle ----
 
@@ -52,8 +53,16 @@ class LineProfiler:
         return self._tracer.active
 
     def enable(self) -> None:
-        """Starts tracing (the calling thread, and threads started while active)."""
+        """Starts tracing every thread (on 3.11, a thread running another trace function is
+        skipped and counted in the output)."""
+        why = _heavy_profiler_running()
+        if why:
+            raise RuntimeError(
+                f"{why}: LineProfiler cannot run alongside another tracing profiler; "
+                "stop it first (one heavy profiler at a time)"
+            )
         self._tracer.enable()
+        self._gaps_at_enable = self._tracer.gaps[0]
         if _core.LINE_TRACER_MECHANISM == "settrace":
             self._previous_thread_hook = threading.gettrace()
             threading.settrace(_core._thread_hook)
@@ -71,6 +80,14 @@ class LineProfiler:
             warnings.warn(
                 "another trace function replaced LineProfiler's while it was active; the "
                 "statistics stop where it was replaced (it was left installed)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        gaps = max(0, self._tracer.gaps[0] - self._gaps_at_enable)
+        if gaps:
+            warnings.warn(
+                f"another trace function displaced LineProfiler's {gaps} time(s) inside the block "
+                "and gave it back: the code that ran meanwhile is missing from the statistics",
                 RuntimeWarning,
                 stacklevel=3,
             )
@@ -93,29 +110,36 @@ class LineProfiler:
 
     # ---- results ----
 
-    def _overhead(self) -> _calibrate.Overhead | None:
+    def _overhead(self, results: TracerResults) -> _calibrate.Overhead | None:
         if not self.subtract_overhead:
             return None
         if _core.line_tracer_active() is not None or sys.gettrace() is not None:
             return None  # cannot calibrate while tracing; keep raw times
-        return _calibrate.measure()
+        rows = (row for _code, code_rows in results for row in code_rows)
+        return _calibrate.capped(_calibrate.measure(), rows)
+
+    def _snapshot(self) -> tuple[dict[FunctionKey, FunctionStats], _calibrate.Overhead | None]:
+        results = self._tracer.results()
+        overhead = self._overhead(results)
+        return build_stats(results, overhead), overhead
 
     def get_stats(self) -> dict[FunctionKey, FunctionStats]:
         """The FunctionStats of every traced function, keyed by (filename, first line, name)."""
-        return build_stats(self._tracer.results(), self._overhead())
+        return self._snapshot()[0]
 
-    def block_time_ns(self) -> int:
-        """Wall time spent inside the block(s) since clear(), less the tracer's estimated cost."""
+    def _block_ns(self, overhead: _calibrate.Overhead | None) -> int:
         enabled = self._tracer.enabled_ns
-        overhead = self._overhead()
         if overhead is None:
             return enabled
         return max(0, int(enabled - overhead.of(*self._tracer.events)))
 
+    def block_time_ns(self) -> int:
+        """Wall time spent inside the block(s) since clear(), less the tracer's estimated cost."""
+        return self._block_ns(self._snapshot()[1])
+
     def to_dict(self) -> dict[str, Any]:
         """The statistics as JSON-ready data (see the README for the fields)."""
-        overhead = self._overhead()
-        stats = build_stats(self._tracer.results(), overhead)
+        stats, overhead = self._snapshot()
         lines, calls, foreign = self._tracer.events
         return {
             "schema_version": JSON_SCHEMA_VERSION,
@@ -124,7 +148,9 @@ class LineProfiler:
             "mechanism": _core.LINE_TRACER_MECHANISM,
             "clock": _core.wall_clock_name(),
             "block_wall_ns": self._tracer.enabled_ns,
+            "block_ns": self._block_ns(overhead),
             "events": {"lines": lines, "traced_calls": calls, "untraced_calls": foreign},
+            "gaps": self._gaps(),
             "overhead_subtracted": overhead is not None,
             "overhead_ns_per_event": None
             if overhead is None
@@ -157,12 +183,13 @@ class LineProfiler:
         stream: TextIO | None = None,
     ) -> None:
         """Per-function tables. sort_by: "time", "hits" or "line" (source order)."""
+        stats, overhead = self._snapshot()
         print_function_stats(
-            self.get_stats(),
+            stats,
             min_time_us=min_time_us,
             top_n_lines=top_n_lines,
             sort_by=sort_by,
-            header=self._header(),
+            header=self._header(overhead),
             root=str(self.project_folder),
             stream=stream or sys.stdout,
         )
@@ -176,26 +203,60 @@ class LineProfiler:
         stream: TextIO | None = None,
     ) -> None:
         """The top_n lines across all functions. sort_by: "time", "hits" or "line"."""
+        stats, overhead = self._snapshot()
         print_top_lines(
-            self.get_stats(),
+            stats,
             top_n=top_n,
             min_time_us=min_time_us,
             sort_by=sort_by,
-            block_ns=self.block_time_ns(),
-            header=self._header(),
+            block_ns=self._block_ns(overhead),
+            header=self._header(overhead),
             root=str(self.project_folder),
             stream=stream or sys.stdout,
         )
 
-    def _header(self) -> str:
-        overhead = self._overhead()
+    def _gaps(self) -> dict[str, int]:
+        displaced, skipped = self._tracer.gaps
+        return {"displacements": displaced, "threads_skipped": skipped}
+
+    def _gap_notes(self) -> list[str]:
+        displaced, skipped = self._tracer.gaps
+        notes = []
+        if displaced:
+            notes.append(
+                f"GAP: another trace function displaced the tracer {displaced} time(s); "
+                "code run meanwhile is missing"
+            )
+        if skipped:
+            notes.append(f"GAP: {skipped} thread(s) running another trace function were not traced")
+        return notes
+
+    def _header(self, overhead: _calibrate.Overhead | None) -> str:
         note = (
-            "times less the tracer's calibrated cost "
+            "times less a lower bound of the tracer's cost "
             f"({overhead.line_ns:.0f} ns/line, {overhead.call_ns:.0f} ns/call)"
             if overhead is not None
             else "raw times (tracer cost included)"
         )
-        return (
-            f"LineProfiler: {self.project_folder} | block {self.block_time_ns() / 1e6:.3f} ms | "
+        head = (
+            f"LineProfiler: {self.project_folder} | block {self._block_ns(overhead) / 1e6:.3f} ms | "
             f"{note}"
         )
+        return "\n".join([head, *self._gap_notes()])
+
+
+def _heavy_profiler_running() -> str | None:
+    """Why another heavy profiler is running (accounting's backend window, VizTracer), or None."""
+    backends = sys.modules.get("lineprofiler.accounting.backends")
+    running = sorted(getattr(backends, "RUNNING_WINDOWS", ()) or ())
+    if running:
+        return f"accounting's backend={running[0]!r} window is open"
+    profile = sys.getprofile()  # 3.11: VizTracer installs its tracer as the profile function
+    if profile is not None and type(profile).__module__.split(".")[0] == "viztracer":
+        return "VizTracer is running"
+    monitoring = getattr(sys, "monitoring", None)  # 3.12+: VizTracer is a sys.monitoring tool
+    if monitoring is not None:
+        for tool in range(6):
+            if (monitoring.get_tool(tool) or "").lower().startswith("viztracer"):
+                return "VizTracer is running"
+    return None
