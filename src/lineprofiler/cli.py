@@ -1,4 +1,4 @@
-"""The ``lineprofiler`` command: ``report``, ``compare`` and ``run``.
+"""The ``lineprofiler`` command: ``report``, ``compare``, ``run`` and ``show``.
 
 Each subcommand lives in its own module exposing ``HELP``, ``add_arguments(parser)`` and
 ``main(args) -> int``; this file only dispatches.
@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "report": "lineprofiler.accounting.cli_report",
     "compare": "lineprofiler.accounting.cli_compare",
     "run": "lineprofiler.line.cli_run",
+    "show": "lineprofiler.line.cli_show",
 }
 
 
@@ -35,7 +36,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    target_argv = None
+    if argv and argv[0] in COMMANDS:  # `run`: what follows the script belongs to the script
+        split = getattr(importlib.import_module(COMMANDS[argv[0]]), "split_argv", None)
+        if split is not None:
+            own, target_argv = split(argv[1:])
+            argv = [argv[0], *own]
+    args = parser.parse_args(argv)
+    if target_argv is not None:
+        args.target_argv = target_argv
     if not getattr(args, "_main", None):
         parser.print_help(sys.stderr)
         return 2

@@ -8,6 +8,14 @@ from __future__ import annotations
 
 from lineprofiler.line._scope import ProjectScope, find_project_folder
 from lineprofiler.line.profiler import LineProfiler
+from lineprofiler.line.report import LineReport
 from lineprofiler.line.stats import FunctionStats, LineStats
 
-__all__ = ["FunctionStats", "LineProfiler", "LineStats", "ProjectScope", "find_project_folder"]
+__all__ = [
+    "FunctionStats",
+    "LineProfiler",
+    "LineReport",
+    "LineStats",
+    "ProjectScope",
+    "find_project_folder",
+]

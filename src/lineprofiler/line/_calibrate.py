@@ -139,12 +139,12 @@ def measure() -> Overhead:
     return Overhead(line_ns, 2.0 * line_ns, 2.0 * line_ns, "measured")
 
 
-def capped(overhead: Overhead, rows: Iterable[tuple[int, int, int, int, int, int]]) -> Overhead:
+def capped(overhead: Overhead, rows: Iterable[tuple[int, ...]]) -> Overhead:
     """overhead, with line_ns lowered to what the block's own raw times allow: an interval holding
     k callbacks and no call took at least k callbacks' time, so raw / k of the cheapest call-free
     line bounds the per-callback cost from above. rows are the tracer's result rows."""
     limit = None
-    for _line, _hits, raw_ns, n_lines, n_calls, n_foreign in rows:
+    for _line, _hits, raw_ns, n_lines, n_calls, n_foreign, *_callees in rows:
         if n_lines and not n_calls and not n_foreign:
             per = raw_ns / n_lines
             limit = per if limit is None else min(limit, per)

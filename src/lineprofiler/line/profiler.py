@@ -2,49 +2,94 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
 import sys
 import threading
 import warnings
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from lineprofiler import _core
 from lineprofiler.line import _calibrate
 from lineprofiler.line._scope import ProjectScope, find_project_folder
 from lineprofiler.line.printers import print_function_stats, print_top_lines
+from lineprofiler.line.report import JSON_SCHEMA_VERSION, LineReport
 from lineprofiler.line.stats import FunctionKey, FunctionStats, TracerResults, build_stats
 
-JSON_SCHEMA_VERSION = 1
+__all__ = ["JSON_SCHEMA_VERSION", "LineProfiler"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class LineProfiler:
     """Line-by-line tracing of the code under ``project_folder`` while the profiler is active.
 
     ``project_folder=None`` walks up from the working directory to the nearest ``.git``.
-    ``subtract_overhead=True`` subtracts the tracer's calibrated own cost from printed times
-    (``LineStats.raw_time_ns`` keeps the measured value).
+    ``paths`` adds folders to trace (named explicitly, they are traced even inside
+    site-packages); ``add_function(f)`` / ``@profile`` add single functions from anywhere.
+    ``subtract_overhead=True`` subtracts a lower bound of the tracer's own cost from printed
+    times (``LineStats.raw_time_ns`` keeps the measured value).
 
     Only one LineProfiler can be active at a time, and none while another trace function
-    (debugger, coverage, ``line_profiler``) is installed: ``enable()``/``with`` raise
-    ``RuntimeError`` instead of silently corrupting either tracer.
+    (debugger, coverage, ``line_profiler``) or heavy profiler (VizTracer, accounting's backend
+    window) runs: ``enable()``/``with`` raise ``RuntimeError`` instead of silently corrupting
+    either tracer.
     """
 
     def __init__(
         self,
         project_folder: str | os.PathLike[str] | None = None,
         *,
+        paths: Iterable[str | os.PathLike[str]] = (),
         subtract_overhead: bool = True,
+        _also_trace: Callable[[str], bool] | None = None,
     ) -> None:
         folder = find_project_folder() if project_folder is None else Path(project_folder)
         self.project_folder = Path(os.path.realpath(folder))
+        self.paths = [Path(os.path.realpath(p)) for p in paths]
         self.subtract_overhead = subtract_overhead
-        self._scope = ProjectScope(self.project_folder)
+        self._scope = ProjectScope(self.project_folder, extra=self.paths, also=_also_trace)
         self._tracer = _core.LineTracer(self._scope, self._scope.key)
         self._thread_hook_set = False
         self._previous_thread_hook: Any = None
         self._gaps_at_enable = 0
+        self._profile_depth = 0
+
+    # ---- scope ----
+
+    def add_function(self, func: Callable[..., Any]) -> None:
+        """Traces func's code wherever it lives (site-packages included), as kernprof does."""
+        target = inspect.unwrap(getattr(func, "__func__", func))
+        code = getattr(target, "__code__", None)
+        if code is None:
+            raise TypeError(f"add_function: {func!r} has no Python code to trace")
+        self._tracer.add_code(code)
+
+    def profile(self, func: F) -> F:
+        """Decorator: add_function(func), and trace while func runs (when not already active)."""
+        self.add_function(func)
+        if inspect.isgeneratorfunction(func) or inspect.iscoroutinefunction(func):
+            return func  # a suspended call cannot hold the tracer: trace it inside a block
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if self._profile_depth == 0 and (self.active or _core.line_tracer_active()):
+                return func(*args, **kwargs)
+            if self._profile_depth == 0:
+                self.enable()
+            self._profile_depth += 1
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self._profile_depth -= 1
+                if self._profile_depth == 0:
+                    self.disable()
+
+        return wrapper  # type: ignore[return-value]
 
     # ---- lifecycle ----
 
@@ -118,61 +163,53 @@ class LineProfiler:
         rows = (row for _code, code_rows in results for row in code_rows)
         return _calibrate.capped(_calibrate.measure(), rows)
 
-    def _snapshot(self) -> tuple[dict[FunctionKey, FunctionStats], _calibrate.Overhead | None]:
+    def report(self) -> LineReport:
+        """The results as plain data (what the printers and to_dict() use)."""
         results = self._tracer.results()
         overhead = self._overhead(results)
-        return build_stats(results, overhead), overhead
-
-    def get_stats(self) -> dict[FunctionKey, FunctionStats]:
-        """The FunctionStats of every traced function, keyed by (filename, first line, name)."""
-        return self._snapshot()[0]
-
-    def _block_ns(self, overhead: _calibrate.Overhead | None) -> int:
-        enabled = self._tracer.enabled_ns
-        if overhead is None:
-            return enabled
-        return max(0, int(enabled - overhead.of(*self._tracer.events)))
-
-    def block_time_ns(self) -> int:
-        """Wall time spent inside the block(s) since clear(), less the tracer's estimated cost."""
-        return self._block_ns(self._snapshot()[1])
-
-    def to_dict(self) -> dict[str, Any]:
-        """The statistics as JSON-ready data (see the README for the fields)."""
-        stats, overhead = self._snapshot()
         lines, calls, foreign = self._tracer.events
-        return {
-            "schema_version": JSON_SCHEMA_VERSION,
-            "project_folder": str(self.project_folder),
-            "python": sys.version.split()[0],
-            "mechanism": _core.LINE_TRACER_MECHANISM,
-            "clock": _core.wall_clock_name(),
-            "block_wall_ns": self._tracer.enabled_ns,
-            "block_ns": self._block_ns(overhead),
-            "events": {"lines": lines, "traced_calls": calls, "untraced_calls": foreign},
-            "gaps": self._gaps(),
-            "overhead_subtracted": overhead is not None,
-            "overhead_ns_per_event": None
+        enabled = self._tracer.enabled_ns
+        displaced, skipped = self._tracer.gaps
+        return LineReport(
+            project_folder=str(self.project_folder),
+            functions=build_stats(results, overhead),
+            block_wall_ns=enabled,
+            block_ns=enabled
+            if overhead is None
+            else max(0, int(enabled - overhead.of(lines, calls, foreign))),
+            events={"lines": lines, "traced_calls": calls, "untraced_calls": foreign},
+            gaps={"displacements": displaced, "threads_skipped": skipped},
+            overhead_ns_per_event=None
             if overhead is None
             else {
                 "line": overhead.line_ns,
                 "call": overhead.call_ns,
                 "untraced_call": overhead.foreign_ns,
             },
-            "functions": [
-                fs.to_dict() for fs in sorted(stats.values(), key=lambda f: -f.total_time_ns)
-            ],
-        }
+            python=sys.version.split()[0],
+            mechanism=_core.LINE_TRACER_MECHANISM,
+            clock=_core.wall_clock_name(),
+            paths=[str(p) for p in self.paths],
+        )
+
+    def get_stats(self) -> dict[FunctionKey, FunctionStats]:
+        """The FunctionStats of every traced function, keyed by (filename, first line, name)."""
+        return self.report().functions
+
+    def block_time_ns(self) -> int:
+        """Wall time spent inside the block(s) since clear(), less the tracer's estimated cost."""
+        return self.report().block_ns
+
+    def to_dict(self) -> dict[str, Any]:
+        """The statistics as JSON-ready data (see the README for the fields)."""
+        return self.report().to_dict()
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
     def dump_json(self, path: str | os.PathLike[str]) -> None:
         """Writes to_json() to path (atomically: a temporary file, then rename)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(self.to_json())
-        os.replace(tmp, path)
+        self.report().dump(path)
 
     def print_stats(
         self,
@@ -180,17 +217,18 @@ class LineProfiler:
         top_n_lines: int | None = None,
         sort_by: str = "line",
         *,
+        by: str | None = None,
+        unit: str = "us",
         stream: TextIO | None = None,
     ) -> None:
-        """Per-function tables. sort_by: "time", "hits" or "line" (source order)."""
-        stats, overhead = self._snapshot()
+        """Per-function tables (kernprof's layout; whole bodies in source order).
+        sort_by / by: "line" (source order), "time", "self" or "hits"; unit: ns, us, ms, s."""
         print_function_stats(
-            stats,
+            self.report(),
             min_time_us=min_time_us,
             top_n_lines=top_n_lines,
-            sort_by=sort_by,
-            header=self._header(overhead),
-            root=str(self.project_folder),
+            sort_by=by or sort_by,
+            unit=unit,
             stream=stream or sys.stdout,
         )
 
@@ -200,49 +238,20 @@ class LineProfiler:
         min_time_us: float = 0.0,
         sort_by: str = "time",
         *,
+        by: str | None = None,
+        unit: str = "us",
         stream: TextIO | None = None,
     ) -> None:
-        """The top_n lines across all functions. sort_by: "time", "hits" or "line"."""
-        stats, overhead = self._snapshot()
+        """The top_n lines across all functions. sort_by / by: "time" (with callees), "self"
+        (without traced callees), "hits" or "line"; unit: ns, us, ms, s."""
         print_top_lines(
-            stats,
+            self.report(),
             top_n=top_n,
             min_time_us=min_time_us,
-            sort_by=sort_by,
-            block_ns=self._block_ns(overhead),
-            header=self._header(overhead),
-            root=str(self.project_folder),
+            sort_by=by or sort_by,
+            unit=unit,
             stream=stream or sys.stdout,
         )
-
-    def _gaps(self) -> dict[str, int]:
-        displaced, skipped = self._tracer.gaps
-        return {"displacements": displaced, "threads_skipped": skipped}
-
-    def _gap_notes(self) -> list[str]:
-        displaced, skipped = self._tracer.gaps
-        notes = []
-        if displaced:
-            notes.append(
-                f"GAP: another trace function displaced the tracer {displaced} time(s); "
-                "code run meanwhile is missing"
-            )
-        if skipped:
-            notes.append(f"GAP: {skipped} thread(s) running another trace function were not traced")
-        return notes
-
-    def _header(self, overhead: _calibrate.Overhead | None) -> str:
-        note = (
-            "times less a lower bound of the tracer's cost "
-            f"({overhead.line_ns:.0f} ns/line, {overhead.call_ns:.0f} ns/call)"
-            if overhead is not None
-            else "raw times (tracer cost included)"
-        )
-        head = (
-            f"LineProfiler: {self.project_folder} | block {self._block_ns(overhead) / 1e6:.3f} ms | "
-            f"{note}"
-        )
-        return "\n".join([head, *self._gap_notes()])
 
 
 def _heavy_profiler_running() -> str | None:
