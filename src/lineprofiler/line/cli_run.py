@@ -67,6 +67,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--raw", action="store_true", help="do not subtract the tracer's calibrated cost"
     )
+    parser.add_argument(
+        "--no-follow",
+        action="store_true",
+        help="do not trace child Python processes (multiprocessing, subprocess)",
+    )
     parser.add_argument("target", nargs="?", help="the script to run, then its arguments")
 
 
@@ -92,7 +97,7 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from lineprofiler.line import LineProfiler
+    from lineprofiler.line import LineProfiler, _follow
 
     if not args.module and not args.target:
         print("lineprofiler run: give a script or -m MODULE", file=sys.stderr)
@@ -101,6 +106,8 @@ def main(args: argparse.Namespace) -> int:
     profiler = LineProfiler(
         args.project_folder, paths=args.paths or (), subtract_overhead=not args.raw
     )
+    follow = None if args.no_follow else _follow.Follow(profiler)
+    pid = os.getpid()
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     stdout = sys.stdout
     try:  # the target may close sys.stdout (json.tool does): keep a way to print after it
@@ -132,6 +139,11 @@ def main(args: argparse.Namespace) -> int:
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path and sys.path[0] != saved_path0:
             sys.path.pop(0)
+    if os.getpid() != pid:  # a child forked by the target (os.fork) ended: save, do not print
+        if saved_fd is not None:
+            os.close(saved_fd)
+        _follow.finish_child()
+        return exit_code
     out = sys.stdout if not sys.stdout.closed else stdout
     if out.closed and saved_fd is not None:
         out = open(saved_fd, "w", closefd=True)  # noqa: SIM115 - closed below
@@ -139,18 +151,25 @@ def main(args: argparse.Namespace) -> int:
     elif saved_fd is not None:
         os.close(saved_fd)
         saved_fd = None
+    report = profiler.report()
+    if follow is not None:
+        for child in follow.collect():
+            report.merge(child)
     try:
-        exit_code = _print(profiler, args, out, exit_code)
+        exit_code = _print(report, args, out, exit_code)
     finally:
         if out is not sys.stdout and out is not stdout:
             out.close()
     return exit_code
 
 
-def _print(profiler, args: argparse.Namespace, out, exit_code: int) -> int:
+def _print(report, args: argparse.Namespace, out, exit_code: int) -> int:
+    from lineprofiler.line.printers import print_function_stats, print_top_lines
+
     out.flush()
     out.write("\n")
-    profiler.print_global_top_stats(
+    print_top_lines(
+        report,
         top_n=args.top,
         min_time_us=args.min_time_us,
         sort_by=args.sort,
@@ -158,12 +177,13 @@ def _print(profiler, args: argparse.Namespace, out, exit_code: int) -> int:
         stream=out,
     )
     if args.per_function:
-        profiler.print_stats(
+        print_function_stats(
+            report,
             min_time_us=args.min_time_us,
             sort_by="self" if args.sort == "self" else "line",
             unit=args.unit,
             stream=out,
         )
     if args.json:
-        profiler.dump_json(args.json)
+        report.dump(args.json)
     return exit_code
