@@ -47,7 +47,7 @@ def test_pool_workers_are_traced_and_merged(tmp_path, method):
     assert f"results {[250 * 249 // 2] * 8}" in proc.stdout
     doc = json.loads(out.read_text())
     assert _loop_hits(doc, "task") == 8 * 250  # 8 tasks of 250 iterations, in 2 workers
-    assert doc["processes"] >= 3  # the parent and its 2 workers
+    assert doc["processes"] >= 2  # the parent and the workers that ran tasks
     assert "processes merged" in proc.stdout
     assert list(tmpdir.iterdir()) == []  # the follow directory is gone
     assert "sitecustomize" not in proc.stderr

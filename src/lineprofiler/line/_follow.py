@@ -148,9 +148,10 @@ def _finish() -> None:
     _state["written"] = _state["writing"] = True
     try:
         profiler.disable()
-        report = profiler.report()
-        path = Path(folder) / f"child_{os.getpid()}_{uuid.uuid4().hex[:8]}.json"
-        report.dump(path)
+        # A process that traced nothing writes nothing and skips the calibration.
+        if profiler._tracer.results():
+            path = Path(folder) / f"child_{os.getpid()}_{uuid.uuid4().hex[:8]}.json"
+            profiler.report().dump(path)
     except Exception as exc:  # never raise at the child's exit
         sys.stderr.write(f"lineprofiler: could not save this child's line stats: {exc!r}\n")
     finally:
