@@ -7,7 +7,9 @@ one never imports the other's machinery.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # (typing is not imported: a followed child process starts fast)
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 __all__ = ["LineProfiler", "__version__", "load_ipython_extension"]

@@ -1,6 +1,6 @@
 """Following child processes under ``lineprofiler run``: their per-line stats merged into one.
 
-The parent (``Follow``) makes a private directory (mode 0700) holding ``config.json`` (the
+The parent (``Follow``) makes a private directory (mode 0700) holding ``config`` (the
 scope) and a ``sitecustomize.py``, and puts both in the environment: LINEPROFILER_LINE_FOLLOW
 names the directory and PYTHONPATH starts with it. A Python process started with the same
 interpreter (``subprocess``, multiprocessing's spawn and forkserver) imports that
@@ -15,18 +15,18 @@ so nothing is left behind. A child that ends with os._exit() or SIGKILL is not c
 from __future__ import annotations
 
 import atexit
-import json
 import os
-import shutil
-import signal
 import sys
-import tempfile
-import threading
-import uuid
-from pathlib import Path
-from typing import Any
 
-from lineprofiler.line.report import LineReport
+try:  # the C module: `signal` imports enum, which a followed child's start-up can do without
+    import _signal as signal
+except ImportError:  # pragma: no cover - not CPython
+    import signal  # type: ignore[no-redef]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 ENV = "LINEPROFILER_LINE_FOLLOW"
 
@@ -61,14 +61,18 @@ class Follow:
     """Sets up following for the duration of a ``lineprofiler run`` (see the module doc)."""
 
     def __init__(self, profiler: Any) -> None:
+        import tempfile
+        from pathlib import Path
+
         self.profiler = profiler
         self.dir = Path(tempfile.mkdtemp(prefix="lineprofiler-follow-"))  # 0700
-        config = {
-            "project_folder": str(profiler.project_folder),
-            "paths": [str(p) for p in profiler.paths],
-            "subtract_overhead": bool(profiler.subtract_overhead),
-        }
-        (self.dir / "config.json").write_text(json.dumps(config))
+        # config: the subtraction flag, the project folder, then one extra path per line (plain
+        # lines: the child reads them without importing json and re)
+        folders = [str(profiler.project_folder), *(str(p) for p in profiler.paths)]
+        if any("\n" in f for f in folders):
+            raise ValueError("lineprofiler run: a folder name with a newline cannot be followed")
+        flag = "1" if profiler.subtract_overhead else "0"
+        (self.dir / "config").write_text("\n".join([flag, *folders]) + "\n")
         (self.dir / "sitecustomize.py").write_text(_SITECUSTOMIZE)
         self._saved_env = {k: os.environ.get(k) for k in (ENV, "PYTHONPATH")}
         os.environ[ENV] = str(self.dir)
@@ -77,7 +81,7 @@ class Follow:
         _register_fork_hook()
         _state.update(profiler=profiler, dir=str(self.dir), parent=True)
 
-    def collect(self) -> list[LineReport]:
+    def collect(self) -> list[Any]:
         """The reports the children wrote; removes the directory and restores the environment."""
         _state.clear()
         for k, v in self._saved_env.items():
@@ -85,6 +89,10 @@ class Follow:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+        import shutil
+
+        from lineprofiler.line.report import LineReport
+
         reports = []
         for path in sorted(self.dir.glob("child_*.json")):
             try:
@@ -95,33 +103,79 @@ class Follow:
         return reports
 
 
+class _ChildTracer:
+    """A child's tracer, started with only _core and the scope loaded (start-up stays cheap);
+    the LineProfiler that reports it is built at exit, and only if it traced something."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        from lineprofiler import _core
+        from lineprofiler.line._scope import ProjectScope
+
+        self.config = config
+        folder = os.path.realpath(config["project_folder"])
+        paths = [os.path.realpath(p) for p in config.get("paths") or ()]
+        scope = ProjectScope(folder, extra=paths)
+        self._core = _core
+        self._tracer = _core.LineTracer(scope, scope.key)
+
+    @property
+    def active(self) -> bool:
+        return self._tracer.active
+
+    def enable(self) -> None:
+        self._tracer.enable()
+        if self._core.LINE_TRACER_MECHANISM == "settrace":  # 3.11: threads started later
+            import threading
+
+            threading.settrace(self._core._thread_hook)
+
+    def disable(self) -> None:
+        if self._core.LINE_TRACER_MECHANISM == "settrace":
+            import threading
+
+            threading.settrace(None)  # type: ignore[arg-type]
+        self._tracer.disable()
+
+    def clear(self) -> None:
+        self._tracer.clear()
+
+    def traced_anything(self) -> bool:
+        return bool(self._tracer.results())
+
+    def report(self) -> Any:
+        from lineprofiler.line.profiler import LineProfiler
+
+        profiler = LineProfiler(
+            self.config["project_folder"],
+            paths=self.config.get("paths") or (),
+            subtract_overhead=bool(self.config.get("subtract_overhead", True)),
+        )
+        profiler._tracer = self._tracer  # report what this child's tracer recorded
+        return profiler.report()
+
+
 def start_child() -> None:
     """In a child started with LINEPROFILER_LINE_FOLLOW: trace it with the parent's scope."""
-    from lineprofiler.line.profiler import LineProfiler
-
     folder = os.environ.get(ENV)
     if not folder or _state:
         return
-    config = json.loads((Path(folder) / "config.json").read_text())
-    profiler = LineProfiler(
-        config["project_folder"],
-        paths=config.get("paths") or (),
-        subtract_overhead=bool(config.get("subtract_overhead", True)),
-    )
-    _state.update(profiler=profiler, dir=folder, parent=False)
-    profiler.enable()
+    with open(os.path.join(folder, "config")) as f:
+        flag, project, *paths = f.read().splitlines()
+    config = {"project_folder": project, "paths": paths, "subtract_overhead": flag == "1"}
+    tracer = _ChildTracer(config)
+    _state.update(profiler=tracer, dir=folder, parent=False)
+    tracer.enable()
     _arm_exit()
     _register_fork_hook()
 
 
 def _arm_exit() -> None:
     atexit.register(_finish)
-    if threading.current_thread() is threading.main_thread():
-        try:
-            if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-                signal.signal(signal.SIGTERM, _on_sigterm)
-        except (ValueError, OSError):
-            pass
+    try:
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # not the main thread
+        pass
     mp_util = sys.modules.get("multiprocessing.util")
     if mp_util is not None:  # a multiprocessing child ends with os._exit after its finalizers
         mp_util.Finalize(None, _finish, exitpriority=-1000)
@@ -150,7 +204,7 @@ def _finish() -> None:
         profiler.disable()
         # A process that traced nothing writes nothing and skips the calibration.
         if profiler._tracer.results():
-            path = Path(folder) / f"child_{os.getpid()}_{uuid.uuid4().hex[:8]}.json"
+            path = os.path.join(folder, f"child_{os.getpid()}_{os.urandom(4).hex()}.json")
             profiler.report().dump(path)
     except Exception as exc:  # never raise at the child's exit
         sys.stderr.write(f"lineprofiler: could not save this child's line stats: {exc!r}\n")

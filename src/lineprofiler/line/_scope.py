@@ -22,14 +22,20 @@ import os
 import site
 import sys
 import sysconfig
-from collections.abc import Callable, Iterable
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from pathlib import Path
 
 _PACKAGE_DIRS = ("site-packages", "dist-packages", "__pypackages__")
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # lineprofiler/
 
 
 def find_project_folder(start: str | os.PathLike[str] | None = None) -> Path:
     """The nearest ancestor of ``start`` (default: the working directory) holding ``.git``."""
+    from pathlib import Path
+
     here = Path(os.path.realpath(start if start is not None else os.getcwd()))
     for folder in (here, *here.parents):
         if (folder / ".git").exists():
@@ -59,7 +65,7 @@ def _interpreter_dirs() -> set[str]:
         dirs.add(user_site)
     for prefix in (sys.prefix, sys.exec_prefix):
         dirs.add(prefix)  # a virtual environment (only excluded when it does not hold the project)
-    dirs.add(str(Path(__file__).resolve().parents[1]))  # the lineprofiler package
+    dirs.add(_PACKAGE)  # the lineprofiler package
     return {os.path.realpath(d) for d in dirs}
 
 
@@ -81,7 +87,7 @@ class ProjectScope:
         # Folders named explicitly (paths=, --path) are traced whole, site-packages included;
         # only the lineprofiler package itself stays out.
         self.extra = sorted({os.path.realpath(os.fspath(p)) for p in extra})
-        self._package = str(Path(__file__).resolve().parents[1])
+        self._package = _PACKAGE
         # Exclusions that contain the project folder itself are dropped: a project that lives in
         # an excluded place was asked for explicitly.
         self.excluded = sorted(
