@@ -88,3 +88,39 @@ def test_the_calibration_is_not_part_of_the_users_cprofile_profile(tmp_path):
     assert (mod.__file__, "work") in entries  # the user's own code is in the profile
     timed = {name for file, name in entries if file == _calibrate.__file__}
     assert timed.isdisjoint({"_loop", "_once", "_calibrate"}), timed
+
+
+def test_a_calibration_taken_on_a_slower_machine_is_scaled_to_the_blocks_speed(
+    tmp_path, monkeypatch
+):
+    """The calibrated cost is made 3x too high (as if measured while a busy SMT sibling slowed
+    the core): the re-check against the block's own raw times keeps the printed time of a
+    tight loop at or above its untraced time."""
+    import time
+
+    from lineprofiler import LineProfiler
+    from lineprofiler.line import _calibrate
+
+    from ._support import load_module
+
+    root = make_project(tmp_path)
+    mod = load_module(
+        root / "loop.py",
+        "def loop(n):\n    total = 0\n    for i in range(n):\n        total += i\n    return total\n",
+    )
+    true = _calibrate.measure()
+    assert true.line_ns > 0
+    monkeypatch.setattr(_calibrate, "_line_ns", 3 * true.line_ns / _calibrate.SAFETY)
+    monkeypatch.setattr(_calibrate, "_calibrations", _calibrate.MAX_CALIBRATIONS)  # keep it
+    plain = []
+    for _ in range(5):
+        t0 = time.perf_counter_ns()
+        mod.loop(5000)
+        plain.append(time.perf_counter_ns() - t0)
+    profiler = LineProfiler(root)
+    with profiler:
+        mod.loop(5000)
+    report = profiler.report()
+    assert report.overhead_ns_per_event["line"] < 3 * true.line_ns  # scaled down
+    (fs,) = report.functions.values()
+    assert fs.total_time_ns >= 0.9 * min(plain), (fs.total_time_ns, min(plain))

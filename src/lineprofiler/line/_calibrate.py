@@ -15,9 +15,8 @@ the real cost of a line callback, even on a busy machine:
   profiler's results are read) and the smallest value seen is kept;
 * only ``SAFETY`` (90%) of it is used, since a calibration run on a contended core can still be
   slower than the block it is applied to;
-* :func:`capped` re-checks it against the block's own raw times: no line interval can cost less
-  than the callbacks it contains, so ``raw / callbacks`` of the cheapest call-free line is an
-  upper limit of the per-callback cost in the block's own conditions.
+* :func:`capped` re-checks it against the block's own raw times: a calibration taken while the
+  machine was slower than during the block is scaled down to the block's own speed.
 
 The calibration runs with the profile hook of another profiler (cProfile, ...) suspended, so it
 never shows in the user's profile, and costs a few milliseconds. LINEPROFILER_LINE_OVERHEAD_NS=
@@ -57,15 +56,30 @@ class Overhead:
     call_ns: float = 0.0
     foreign_ns: float = 0.0
     source: str = "none"  # "measured", "env" (LINEPROFILER_LINE_OVERHEAD_NS) or "none"
+    share: float = 1.0  # the tracer's share of the cheapest line interval (see capped())
 
     def of(self, lines: int, calls: int, foreign: int) -> float:
         return lines * self.line_ns + calls * self.call_ns + foreign * self.foreign_ns
 
 
-def _once(tracer) -> float | None:
-    """One calibration: (best traced - best untraced) / line events over ROUNDS short batches."""
+def _cheapest_interval(rows: Iterable[tuple[int, ...]], min_hits: int = 1) -> float | None:
+    """raw ns per callback of the cheapest call-free line (of min_hits hits or more) among the
+    tracer's result rows."""
+    best = None
+    for _line, hits, raw_ns, n_lines, n_calls, n_foreign, *_callees in rows:
+        if n_lines and not n_calls and not n_foreign and hits >= min_hits:
+            per = raw_ns / n_lines
+            best = per if best is None else min(best, per)
+    return best
+
+
+def _once(tracer) -> tuple[float, float] | None:
+    """One calibration over ROUNDS short batches: ((best traced - best untraced) / line events,
+    that cost / the cheapest line interval of the best traced batch: the share of a cheap
+    line's measured time that is the tracer's, which a uniform slowdown leaves unchanged)."""
     plain = traced = None
     events = 0
+    share = None
     for _ in range(ROUNDS):
         t0 = time.perf_counter_ns()
         _loop(BATCH)
@@ -73,18 +87,24 @@ def _once(tracer) -> float | None:
         tracer.enable()
         try:
             _loop(2)  # 3.12+: enabling re-instruments code at its next run: not a line's cost
-            e0 = tracer.events[0]
+            tracer.clear()
             t0 = time.perf_counter_ns()
             _loop(BATCH)
             t = time.perf_counter_ns() - t0
-            events = tracer.events[0] - e0
+            events = tracer.events[0]
         finally:
             tracer.disable()
         plain = p if plain is None else min(plain, p)
-        traced = t if traced is None else min(traced, t)
+        if traced is None or t < traced:
+            traced = t
+            # the loop's lines (not `total = 0`, whose interval is nearly all tracer)
+            share = _cheapest_interval(
+                (row for _code, rows in tracer.results() for row in rows), min_hits=BATCH
+            )
     if not events or plain is None or traced is None:
         return None
-    return max(0.0, (traced - plain) / events)
+    line_ns = max(0.0, (traced - plain) / events)
+    return line_ns, min(1.0, line_ns / share) if share else 1.0
 
 
 def _without_other_profilers(fn):
@@ -103,11 +123,12 @@ def _without_other_profilers(fn):
 
 
 _line_ns: float | None = None  # the smallest per-line cost measured in this process
+_share: float | None = None  # the smallest tracer's share of a cheap line's interval
 _calibrations = 0
 _env: Overhead | None = None
 
 
-def _calibrate() -> float | None:
+def _calibrate() -> tuple[float, float] | None:
     here = os.path.realpath(__file__)
     tracer = _core.LineTracer(lambda f: os.path.realpath(f) == here, "lineprofiler-calibration")
     _loop(BATCH)  # warm up
@@ -122,7 +143,7 @@ def _calibrate() -> float | None:
 def measure() -> Overhead:
     """The per-callback costs: a lower bound (see the module doc); a few ms for each of the first
     MAX_CALIBRATIONS calls in a process, then cached."""
-    global _line_ns, _calibrations, _env
+    global _line_ns, _share, _calibrations, _env
     env = os.environ.get("LINEPROFILER_LINE_OVERHEAD_NS")
     if env:
         if _env is None:
@@ -132,22 +153,27 @@ def measure() -> Overhead:
     if _calibrations < MAX_CALIBRATIONS:
         _calibrations += 1
         value = _without_other_profilers(_calibrate)
-        if value is not None and (_line_ns is None or value < _line_ns):
-            _line_ns = value
+        if value is not None:
+            _line_ns = value[0] if _line_ns is None else min(_line_ns, value[0])
+            _share = value[1] if _share is None else min(_share, value[1])
     line_ns = SAFETY * (_line_ns or 0.0)
     # A call costs two callbacks (entry and exit), each at least a line callback's work.
-    return Overhead(line_ns, 2.0 * line_ns, 2.0 * line_ns, "measured")
+    return Overhead(line_ns, 2.0 * line_ns, 2.0 * line_ns, "measured", _share or 1.0)
 
 
 def capped(overhead: Overhead, rows: Iterable[tuple[int, ...]]) -> Overhead:
-    """overhead, with line_ns lowered to what the block's own raw times allow: an interval holding
-    k callbacks and no call took at least k callbacks' time, so raw / k of the cheapest call-free
-    line bounds the per-callback cost from above. rows are the tracer's result rows."""
-    limit = None
-    for _line, _hits, raw_ns, n_lines, n_calls, n_foreign, *_callees in rows:
-        if n_lines and not n_calls and not n_foreign:
-            per = raw_ns / n_lines
-            limit = per if limit is None else min(limit, per)
-    if limit is None or limit >= overhead.line_ns or overhead.source == "env":
+    """overhead, re-checked against the block's own raw times (rows: the tracer's result rows).
+
+    A calibration run while the machine was slower than during the block (a busy SMT sibling,
+    a lower clock) measures a per-callback cost too high by the slowdown. The slowdown leaves
+    the tracer's share of a cheap line's interval unchanged, so the cost is capped at that share
+    of the block's cheapest call-free line interval: exact when that line is as cheap as the
+    calibration loop's, lower when it is cheaper; a block whose lines are all dearer relies on
+    the calibration's own margins (minimum over batches and calibrations, SAFETY)."""
+    cheapest = _cheapest_interval(rows)
+    if cheapest is None or overhead.source != "measured":
+        return overhead
+    limit = SAFETY * overhead.share * cheapest  # (with the same margin as the calibration)
+    if limit >= overhead.line_ns:
         return overhead
     return replace(overhead, line_ns=limit, call_ns=2.0 * limit, foreign_ns=2.0 * limit)
