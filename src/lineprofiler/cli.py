@@ -1,4 +1,4 @@
-"""The ``lineprofiler`` command: ``record``, ``report``, ``compare``, ``reduce`` and ``run``.
+"""The ``lineprofiler`` command: ``record``, ``report``, ``compare``, ``reduce``, ``run``, ``show``.
 
 Each subcommand lives in its own module exposing ``HELP``, ``add_arguments(parser)`` and
 ``main(args) -> int`` (and optionally ``EXAMPLES``, shown under its ``--help``); this file only
@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "compare": "lineprofiler.report.cli_compare",
     "reduce": "lineprofiler.report.cli_reduce",
     "run": "lineprofiler.line.cli_run",
+    "show": "lineprofiler.line.cli_show",
 }
 
 EXAMPLES = """\
@@ -86,9 +87,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args, extra = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    target_argv = None
+    if argv and argv[0] in COMMANDS:  # `run`: what follows the script belongs to the script
+        split = getattr(importlib.import_module(COMMANDS[argv[0]]), "split_argv", None)
+        if split is not None:
+            own, target_argv = split(argv[1:])
+            argv = [argv[0], *own]
+    args, extra = parser.parse_known_args(argv)
     if extra:  # said by the subcommand's parser, which knows its options
         args._commands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    if target_argv is not None:
+        args.target_argv = target_argv
     if not getattr(args, "_main", None):
         parser.print_help(sys.stderr)
         return 2
