@@ -233,7 +233,7 @@ p.close()
 def test_an_inherited_profiler_that_recorded_is_not_replaced(tmp_path):
     run_python(KEEPS_BOTH, cwd=tmp_path)
     ws = workers(tmp_path / "run")
-    assert roles(ws) == {"learner": 2, "actor": 1}
+    assert roles(ws) == {"learner": 1, "learner.child": 1, "actor": 1}
     assert sum(w.calls("before own") for w in ws) == 1
 
 

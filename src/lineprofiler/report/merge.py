@@ -5,9 +5,9 @@ next is read, so memory is the trees, not the files. A file that cannot be used 
 truncated, not JSON, another schema version, wrong types, absurd numbers) costs that worker
 only: it is listed in ``run.unreadable`` and named under the caveats.
 
-Attempts: every worker records the attempt it belongs to (``meta.run_id``). A rerun into the same
-directory is a new attempt; the newest (latest start) is merged and the others are named as
-superseded, never summed in.
+Attempts: the processes that ran together (``report.attempts``: by lifetime overlap and by the
+ids they claim). The newest (latest start) is merged and the others are named, never summed in;
+``attempt="all"`` merges every attempt, by request.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lineprofiler.report import resources
+from lineprofiler.report.attempts import AttemptGroup, UnreadableFile, group_attempts
 from lineprofiler.report.caveats import run_caveats
 from lineprofiler.report.model import Attempt, MergedPhase, MergedRun, Path_, Role, Unreadable
 from lineprofiler.runfile.layout import run_id_from_name, worker_files
@@ -27,6 +28,7 @@ from lineprofiler.runfile.worker_doc import Worker, WorkerFileError, load_worker
 # file: STALE_MIN_S, or STALE_INTERVALS snapshot intervals if that is longer.
 STALE_MIN_S = 60.0
 STALE_INTERVALS = 3.0
+ALL = "all"  # merge_run(attempt=ALL): every attempt, summed by request
 
 
 class RunError(Exception):
@@ -72,7 +74,7 @@ def merge_run(
     with_samples: bool = True,
     attempt: str | None = None,
 ) -> MergedRun:
-    """Merges the newest attempt (or ``attempt``, a run id) of a run directory.
+    """Merges the newest attempt (or ``attempt``: an attempt id, or ``"all"``) of a run directory.
 
     ``with_samples=False`` reads phases only: resource samples are never loaded. Raises
     ``RunError`` when the directory is missing, empty, not a run, or holds no usable worker
@@ -81,43 +83,39 @@ def merge_run(
     root = Path(os.fspath(run_dir))
     files = _check_run_dir(root)
 
-    # Group by attempt from the file names (w_<run_id>_<pid>_<uuid8>.json); every file is parsed,
-    # since an attempt's start (which picks the newest) is its workers' earliest start.
-    by_attempt: dict[str, list[Path]] = {}
-    for f in files:
-        by_attempt.setdefault(run_id_from_name(f.name) or "", []).append(f)
-    if attempt is not None and attempt not in by_attempt:
-        known = ", ".join(sorted(k for k in by_attempt if k)) or "none"
-        raise RunError(f"{root}: no attempt {attempt!r} (attempts: {known})")
-
-    workers: dict[str, list[Worker]] = {}
-    unreadable: dict[str, list[Unreadable]] = {}
+    # Every file is parsed, then grouped into attempts by time and id (report.attempts).
+    workers: list[Worker] = []
+    unreadable: list[UnreadableFile] = []
     samples_of: dict[int, tuple[dict[str, Any], Path]] = {}
-    for run_id, paths in by_attempt.items():
-        for f in paths:
-            rel = f.relative_to(root).as_posix()
-            try:
-                doc = load_worker_doc(f)
-                w = read_worker(doc, rel)
-            except WorkerFileError as exc:
-                unreadable.setdefault(run_id, []).append(Unreadable(rel, str(exc)))
-                continue
-            workers.setdefault(w.run_id or run_id, []).append(w)
-            if with_samples:
-                # read below, once the attempt is chosen; keep the small keys, not the phases
-                slim = {k: v for k, v in doc.items() if k != "threads"}
-                samples_of[id(w)] = (slim, f)
-            del doc
+    for f in files:
+        rel = f.relative_to(root).as_posix()
+        try:
+            doc = load_worker_doc(f)
+            w = read_worker(doc, rel)
+        except WorkerFileError as exc:
+            unreadable.append(_unreadable(f, rel, str(exc)))
+            continue
+        workers.append(w)
+        if with_samples:
+            # read below, once the attempt is chosen; keep the small keys, not the phases
+            slim = {k: v for k, v in doc.items() if k != "threads"}
+            samples_of[id(w)] = (slim, f)
+        del doc
 
-    chosen = attempt if attempt is not None else _newest(workers)
-    if chosen is None or not workers.get(chosen):
-        bad = [u for us in unreadable.values() for u in us]
+    grouping = group_attempts(workers, unreadable)
+    chosen = grouping.newest() if attempt in (None, ALL) else grouping.find(attempt)
+    if attempt is not None and attempt != ALL and chosen is None:
+        known = ", ".join(a.id for a in grouping.attempts) or "none"
+        raise RunError(f"{root}: no attempt {attempt!r} (attempts: {known})")
+    if chosen is None or not chosen.workers:
+        bad = [u.entry for u in unreadable]
         detail = "; ".join(f"{u.path}: {u.reason}" for u in bad[:5])
         more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
         raise RunError(f"{root}: no readable worker file ({len(bad)} unreadable: {detail}{more})")
+    merged = grouping.attempts if attempt == ALL else [chosen]
 
     mine = sorted(
-        workers[chosen],
+        [w for a in merged for w in a.workers],
         key=lambda w: (w.role, w.host, -1 if w.rank is None else w.rank, w.pid, w.path),
     )
     roles: dict[str, Role] = {}
@@ -132,21 +130,16 @@ def merge_run(
             _add_copy(tree, path, stats)
     run = MergedRun(
         run_dir=str(root),
-        run_id=chosen,
+        run_id=ALL if attempt == ALL else chosen.id,
         workers=mine,
         roles=dict(sorted(roles.items())),
         tree=tree,
-        unreadable=sorted(unreadable.get(chosen, []), key=lambda u: u.path),
+        unreadable=sorted([u for a in merged for u in a.unreadable], key=lambda u: u.path),
         with_samples=with_samples,
+        duplicates=grouping.duplicates,
     )
-    for run_id in sorted(set(workers) | set(unreadable)):
-        if run_id == chosen:
-            continue
-        ws = workers.get(run_id, [])
-        n = len(ws) + len(unreadable.get(run_id, []))
-        start = min((w.start_time for w in ws), default=None)
-        run.superseded.append(Attempt(run_id or "(unnamed)", n, start))
-    run.superseded.sort(key=lambda a: (a.start_time or 0.0, a.run_id))
+    run.attempts = [attempt_entry(a, a in merged) for a in grouping.attempts]
+    run.superseded = [a for a in run.attempts if not a.reported]
 
     if with_samples:
         for w in mine:
@@ -161,16 +154,18 @@ def merge_run(
     return run
 
 
-def _newest(workers: dict[str, list[Worker]]) -> str | None:
-    """The attempt whose earliest worker started last."""
-    best: tuple[float, str] | None = None
-    for run_id, ws in workers.items():
-        if not ws:
-            continue
-        key = (min(w.start_time for w in ws), run_id)
-        if best is None or key > best:
-            best = key
-    return None if best is None else best[1]
+def _unreadable(f: Path, rel: str, reason: str) -> UnreadableFile:
+    try:
+        mtime: float | None = f.stat().st_mtime
+    except OSError:
+        mtime = None
+    return UnreadableFile(Unreadable(rel, reason), run_id_from_name(f.name) or "", mtime)
+
+
+def attempt_entry(a: AttemptGroup, reported: bool) -> Attempt:
+    """An attempt as the run lists it."""
+    n = len(a.workers) + len(a.unreadable)
+    return Attempt(a.id, n, a.start_time, a.end_time, a.roles(), a.overlapped, reported)
 
 
 def stale_after_s(w: Worker) -> float:

@@ -59,11 +59,20 @@ class Worker:
     depth_overflow: int = 0
     tree: dict[Path_, PhaseStats] = field(default_factory=dict, repr=False)
     stale_s: float | None = None  # set by the merge when the worker is named stale
+    ppid: int | None = None
+    process_name: str | None = None  # multiprocessing's name, or "loader worker N" (torch)
 
     @property
     def recorded_nothing(self) -> bool:
-        """The file exists but holds no phase and no counter."""
-        return not self.tree
+        """The file holds no phase and no counter, and the process never closed (killed before
+        its first phase, or still starting)."""
+        return not self.tree and not self.final
+
+    @property
+    def idle(self) -> bool:
+        """The process closed cleanly without recording a phase or counter (a healthy worker
+        that got no work)."""
+        return not self.tree and self.final
 
     @property
     def lifetime_ns(self) -> int:
@@ -77,9 +86,11 @@ class Worker:
 
     @property
     def label(self) -> str:
-        """``rank 3 (node07)`` or ``pid 123 (node07)``."""
+        """``rank 3 (node07)`` or ``pid 123 (node07)``, then the process's name where known
+        (``pid 123 (node07) ForkPoolWorker-2``)."""
         who = f"rank {self.rank}" if self.rank is not None else f"pid {self.pid}"
-        return f"{who} ({self.host})"
+        name = f" {self.process_name}" if self.process_name else ""
+        return f"{who} ({self.host}){name}"
 
 
 def load_worker_doc(path: Path) -> dict[str, Any]:
@@ -239,6 +250,8 @@ def read_worker(doc: dict[str, Any], rel: str) -> Worker:
         thread_names=thread_names,
         snapshot_interval_s=_interval(meta.get("snapshot_interval_s")),
         threads=len(threads),
+        ppid=_opt_int(meta.get("ppid"), "meta.ppid"),
+        process_name=_str(meta.get("process_name"), "meta.process_name", optional=True),
     )
     w.folded_entries, w.depth_overflow = _read_threads(w.tree, threads, thread_names, w.lifetime_ns)
     return w
