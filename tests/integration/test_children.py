@@ -77,7 +77,8 @@ if __name__ == "__main__":
 
 
 def test_idle_pool_workers_are_listed_not_caveats(tmp_path):
-    out = run_python(IDLE_POOL, cwd=tmp_path, timeout=120).stdout
+    # RANK=0 as a launcher would set it: the Pool workers inherit it, and claim nothing by it
+    out = run_python(IDLE_POOL, cwd=tmp_path, timeout=120, env={"RANK": "0"}).stdout
     busy = int(out.split("busy", 1)[1].split()[0])
     run = merge_run(tmp_path / "run", with_samples=False)
     assert {n: r.processes for n, r in run.roles.items()} == {"driver": 1, "driver.child": 4}

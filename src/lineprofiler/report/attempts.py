@@ -254,17 +254,20 @@ def _name(groups: list[AttemptGroup]) -> None:
 
 
 def duplicate_ranks(workers: list[Worker]) -> list[tuple[Worker, Worker]]:
-    """Pairs of live-at-once processes of one role claiming one rank (not a parent and child)."""
+    """Pairs of live-at-once processes of one role claiming one rank. A child of another worker
+    (a DataLoader or Pool worker inherits its parent's RANK) and a second profiler of one process
+    claim nothing."""
+    processes = {(w.host, w.pid) for w in workers}
     by_rank: dict[tuple[str, int], list[Worker]] = defaultdict(list)
     for w in workers:
-        if w.rank is not None:
+        if w.rank is not None and (w.host, w.ppid) not in processes:
             by_rank[(w.role, w.rank)].append(w)
     pairs = []
     for ws in by_rank.values():
         ws.sort(key=lambda w: w.start_time)
         for i, a in enumerate(ws):
             for b in ws[i + 1 :]:
-                related = (a.host == b.host) and (a.pid == b.ppid or b.pid == a.ppid)
-                if b.start_time < worker_end(a) and not related:
+                same = a.host == b.host and a.pid == b.pid
+                if b.start_time < worker_end(a) and not same:
                     pairs.append((a, b))
     return pairs
