@@ -122,11 +122,13 @@ def group_attempts(workers: list[Worker], unreadable: list[UnreadableFile]) -> G
     groups: list[AttemptGroup] = []
     for cluster in clusters:
         groups.extend(_split_by_claims(cluster))
+    spans = [(g, g.start_time, g.end_time, set(g.run_ids)) for g in groups]
     for u in unreadable:
-        home = _home_of(u, groups)
+        home = _home_of(u, spans)
         if home is None:
             home = AttemptGroup(u.run_id or "(unnamed)", _start=u.mtime, _end=u.mtime)
             groups.append(home)
+            spans.append((home, u.mtime, u.mtime, set()))
         home.unreadable.append(u.entry)
     groups.sort(key=lambda g: (g.start_time or 0.0, g.id))
     _name(groups)
@@ -231,16 +233,20 @@ def _common_id(ws: list[Worker]) -> str:
     return max(counts, key=lambda rid: (counts[rid], -first[rid])) or "(unnamed)"
 
 
-def _home_of(u: UnreadableFile, groups: list[AttemptGroup]) -> AttemptGroup | None:
-    named = [g for g in groups if u.run_id and u.run_id in g.run_ids]
+_Span = tuple[AttemptGroup, "float | None", "float | None", set[str]]
+
+
+def _home_of(u: UnreadableFile, spans: list[_Span]) -> AttemptGroup | None:
+    """The attempt an unreadable file belongs to: one its mtime falls in (one of its name's run
+    id first), else the newest of its name's run id, else none."""
+    named = [s for s in spans if u.run_id and u.run_id in s[3]]
     if u.mtime is not None:
-        for g in named + [g for g in groups if g not in named]:
-            start, end = g.start_time, g.end_time
+        for g, start, end, _ in named + [s for s in spans if s not in named]:
             if start is not None and end is not None:
                 if start - _SLACK_S <= u.mtime <= end + _SLACK_S:
                     return g
     if named:
-        return max(named, key=lambda g: g.start_time or 0.0)
+        return max(named, key=lambda s: s[1] or 0.0)[0]
     return None
 
 
