@@ -209,3 +209,33 @@ def test_dataloader_workers_are_the_loader_role(tmp_path, method, persistent):
     assert set(names) == {"loader worker 0", "loader worker 1"}, names
     assert run.superseded == [] and run.unreadable == []
     assert [c.kind for c in run.caveats] == []
+
+
+# LINEPROFILER_PROFILE=1 and a run directory from the shell: a module-level phase before the
+# script builds its own profiler joins the run; the script's own profiler then takes over.
+JOIN_THEN_OWN = """
+import warnings
+from lineprofiler import accounting
+from lineprofiler.accounting import Profiler
+
+warnings.simplefilter("error")          # no "another profiler is already installed"
+with accounting.phase("early"):
+    pass
+prof = Profiler(role="learner", install=True, snapshot_interval_s=None, sample_interval_s=None)
+for _ in range(3):
+    with accounting.phase("late"):
+        pass
+prof.close()
+print("ok")
+"""
+
+
+def test_a_profiler_built_after_a_joined_phase_takes_over(tmp_path):
+    env = {"LINEPROFILER_PROFILE": "1", "LINEPROFILER_RUN_DIR": str(tmp_path / "run")}
+    assert "ok" in run_python(JOIN_THEN_OWN, cwd=tmp_path, env=env).stdout
+    run = merge_run(tmp_path / "run", with_samples=False)
+    assert {n: r.processes for n, r in run.roles.items()} == {"learner": 1, "main": 1}
+    assert run.roles["main"].tree[("early",)].calls == 1
+    assert run.roles["learner"].tree[("late",)].calls == 3
+    assert ("early",) not in run.roles["learner"].tree
+    assert run.superseded == [] and [c.kind for c in run.caveats] == []

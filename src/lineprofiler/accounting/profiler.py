@@ -65,10 +65,25 @@ def _join_run() -> None:
         return
     parent = os.environ.get(ENV_PARENT_ROLE)
     role = _identity.child_role(parent) if parent else os.environ.get(ENV_ROLE) or DEFAULT_ROLE
+    global _auto_joined
     try:
-        Profiler(role=role, enabled=True, install=True)
+        _auto_joined = weakref.ref(Profiler(role=role, enabled=True, install=True))
     except Exception:  # never into user code: the phase just goes unrecorded
         pass
+
+
+# The profiler _join_run made, until a profiler the user builds in this process closes it.
+_auto_joined: weakref.ReferenceType[Profiler] | None = None
+
+
+def _close_auto_joined() -> None:
+    """A profiler the user builds takes over from the one joined on their behalf: that one closes
+    (keeping what it recorded, as its own worker) so that the user's can install."""
+    global _auto_joined
+    p = _auto_joined() if _auto_joined is not None else None
+    _auto_joined = None
+    if p is not None and not p.closed:
+        p.close()
 
 
 def _env_enabled() -> bool:
@@ -212,6 +227,7 @@ class Profiler(_core.PhaseFront):
         # has recorded nothing here (else each such child leaves an empty worker of the parent's
         # role); an install of the replaced one passes to this one.
         install = _lifecycle.retire_pristine_fork_inherited() or install
+        _close_auto_joined()
         self.worker_path = worker_path(self.run_dir, self.host, self.run_id, self.pid, self.uid8)
         self._rec = _core.Recorder(
             str(self.worker_path),
