@@ -121,6 +121,24 @@ def test_sequential_reruns_are_attempts_never_summed(tmp_path):
         assert listed[0]["end_time"] <= listed[1]["start_time"]
         if fixed:
             assert [a["id"] for a in listed] == ["nightly", "nightly~2"]
+            text = subprocess.run(
+                [sys.executable, "-m", "lineprofiler", "attempts", str(run_dir)],
+                env=child_env(),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            ).stdout.splitlines()
+            assert text[0].split() == [
+                "ATTEMPT",
+                "START",
+                "(UTC)",
+                "END",
+                "(UTC)",
+                "PROCS",
+                "ROLES",
+            ]
+            assert text[1].startswith("nightly ") and text[1].endswith("actor x2")
+            assert text[2].startswith("nightly~2 ") and text[2].endswith("actor x2  (reported)")
         old = merge_run(run_dir, with_samples=False, attempt=listed[0]["id"])
         assert old.processes == 2 and old.tree[("step",)].calls == 2
         every = merge_run(run_dir, with_samples=False, attempt="all")
