@@ -141,6 +141,8 @@ def role_lines(rv: RoleView) -> list[str]:
 def dominant_lines(rv: RoleView) -> list[str]:
     w = _name_width([_row_name(r) for r in rv.dominant])
     out = [f"{'DOMINANT PHASES':<{w}}{'self':>10}{'wait':>8}{'p50':>10}{'p99':>10}"]
+    if rv.role.processes > 1:
+        out[0] += f"   (summed over {rv.role.processes:,} processes)"
     for r in rv.dominant:
         s = r.stats
         if r.path:
@@ -153,14 +155,29 @@ def dominant_lines(rv: RoleView) -> list[str]:
             )
         else:
             out.append(r.name)
-        cw = max([w - 6] + [len(c.name) + 1 for c in r.counters])
-        for c in r.counters:
-            each = NA if c.time_per_each_ns is None else fmt_duration(c.time_per_each_ns) + "/ea"
-            out.append(
-                f"    + {c.name:<{cw}}{fmt_count(c.count):>10}{fmt_rate(c.rate_per_s):>14}"
-                f"{each:>14}"
-            )
+        if r.counters:
+            out += _counter_lines(r, w)
     return out
+
+
+def _counter_lines(r: PhaseRow, w: int) -> list[str]:
+    """A phase's counters under a sub-header of their own; columns never run together."""
+    rows = [
+        (
+            c.name,
+            fmt_count(c.count),
+            fmt_rate(c.rate_per_s),
+            NA if c.time_per_each_ns is None else fmt_duration(c.time_per_each_ns) + "/ea",
+        )
+        for c in r.counters
+    ]
+    head = ("+ counter", "count", "per second", "time each")
+    nw = max([w - 4] + [len(x[0]) + 4 for x in rows])
+    widths = [max(len(head[i]), *(len(x[i]) for x in rows)) + 2 for i in (1, 2, 3)]
+    fmt = lambda a, b, c, d: (  # noqa: E731
+        f"    {a:<{nw - 2}}{b:>{widths[0]}}{c:>{widths[1]}}{d:>{widths[2]}}"
+    )
+    return [fmt(*head)] + [fmt("+ " + n, cnt, rate, each) for n, cnt, rate, each in rows]
 
 
 def iteration_lines(r: PhaseRow) -> list[str]:
