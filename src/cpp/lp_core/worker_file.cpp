@@ -58,6 +58,14 @@ void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<
   append_json_uint(out, t.depth_overflow);
   out.append(",\"folded_entries\":");
   append_json_uint(out, t.folded_entries);
+  if (t.counters_refused) {
+    out.append(",\"counters_refused\":");
+    append_json_uint(out, t.counters_refused);
+  }
+  if (t.exited_threads) {
+    out.append(",\"exited_threads\":");
+    append_json_uint(out, t.exited_threads);
+  }
   out.append(",\"phases\":[");
   bool first = true;
   for (size_t i = 0; i < t.nodes.size(); ++i) {
@@ -106,6 +114,15 @@ void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<
       append_json_int(out, n.counters[k].second);
     }
     out.push_back('}');
+    if (!n.saturated.empty()) {  // these counters hit the int64 range: their values are bounds
+      out.append(",\"counters_saturated\":[");
+      for (size_t k = 0; k < n.saturated.size(); ++k) {
+        if (k) out.push_back(',');
+        uint32_t name_id = n.saturated[k];
+        append_json_string(out, name_id < names.size() ? names[name_id] : std::string("?"));
+      }
+      out.push_back(']');
+    }
     if (n.io_calls || n.io_failed) append_io(out, n);
     out.push_back('}');
   }
