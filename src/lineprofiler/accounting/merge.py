@@ -184,7 +184,10 @@ def _phase(rec: Any, where: str, lifetime_ns: int | None) -> tuple[Path_, Merged
     if not isinstance(counters, dict):
         raise _Bad(f"{at}: counters is {type(counters).__name__}, not an object")
     for cname, cval in counters.items():
-        _int(cval, f"{at}: counter {cname!r}", lo=-_MAX_NS)
+        _int(cval, f"{at}: counter {cname!r}", lo=-_MAX_NS - 1)
+    saturated = rec.get("counters_saturated", [])
+    if not isinstance(saturated, list) or not all(isinstance(c, str) for c in saturated):
+        raise _Bad(f"{at}: counters_saturated {_short(saturated)} is not a list of names")
     every = _int(rec.get("sample_every", 1), f"{at}: sample_every", lo=1)
     stats = MergedPhase.from_record(rec)
     if every == 1 and lifetime_ns is not None:
@@ -208,6 +211,7 @@ def _phase(rec: Any, where: str, lifetime_ns: int | None) -> tuple[Path_, Merged
         }
     stats.sample_rates = {every}
     stats.processes = 1
+    stats.saturated = set(saturated)
     return tuple(raw_path), stats
 
 
@@ -243,6 +247,7 @@ def _worker(doc: dict[str, Any], rel: str) -> Worker:
         final=doc.get("final") is True,
         flush_errors=_int(doc.get("flush_errors", 0), "flush_errors"),
         last_flush_error=str(doc.get("last_flush_error") or ""),
+        signal_flush=meta.get("signal_flush") is not False,
         clock_wall=_str(clock.get("wall"), "clock.wall", optional=True),
         clock_cpu=_str(clock.get("cpu"), "clock.cpu", optional=True),
         own_write_bytes=_opt_int(doc.get("own_write_bytes"), "own_write_bytes"),
@@ -250,6 +255,11 @@ def _worker(doc: dict[str, Any], rel: str) -> Worker:
         snapshot_interval_s=_interval(meta.get("snapshot_interval_s")),
         threads=len(threads),
     )
+    late = doc.get("late_flush_error")
+    if isinstance(late, str) and late.strip():
+        # written in place into this file when a later write failed (a full disk, say)
+        w.flush_errors = max(w.flush_errors, 1)
+        w.last_flush_error = late.strip() + "; this file predates them"
     lifetime_ns = w.lifetime_ns
     tree = w.tree
     for i, thread in enumerate(threads):
@@ -258,6 +268,7 @@ def _worker(doc: dict[str, Any], rel: str) -> Worker:
         where = f"thread {thread.get('name') or i}"
         w.folded_entries += _int(thread.get("folded_entries", 0), f"{where}: folded_entries")
         w.depth_overflow += _int(thread.get("depth_overflow", 0), f"{where}: depth_overflow")
+        w.counters_refused += _int(thread.get("counters_refused", 0), f"{where}: counters_refused")
         phases = thread.get("phases", [])
         if not isinstance(phases, list):
             raise _Bad(f"{where}: phases is {type(phases).__name__}, not a list")
@@ -516,6 +527,28 @@ def _caveats(run: MergedRun) -> list[Caveat]:
                 f"{len(overflow)} worker(s) nested phases deeper than the recorder's limit; "
                 "the deepest entries were not recorded",
                 [w.path for w in overflow],
+            )
+        )
+    refused = [w for w in run.workers if w.counters_refused > 0]
+    if refused:
+        total = sum(w.counters_refused for w in refused)
+        out.append(
+            Caveat(
+                "counters_refused",
+                f"{total:,} count() call(s) in {len(refused)} worker(s) were refused: a thread "
+                "used more than 65,536 counters (counter names built from data?)",
+                [w.path for w in refused],
+            )
+        )
+    no_signal = [w for w in run.workers if not w.signal_flush]
+    if no_signal:
+        out.append(
+            Caveat(
+                "no_signal_flush",
+                f"{len(no_signal)} worker(s) built their profiler outside the main thread, so "
+                "SIGTERM/SIGUSR1/SIGHUP could not flush them: "
+                + _listing([f"{w.role} {w.label}" for w in no_signal]),
+                [w.path for w in no_signal],
             )
         )
     for a in run.superseded:

@@ -34,6 +34,8 @@ class MergedPhase(PhaseStats):
     thread_node: bool = False
     # Exact I/O of phase(io=True) entries: the record's "io" byte sums, summed; None when absent.
     io: dict[str, int] | None = None
+    # Counters whose sum reached the int64 range in some worker: their value is a bound.
+    saturated: set[str] = field(default_factory=set)
 
     @property
     def time_ns(self) -> int:
@@ -49,6 +51,7 @@ class MergedPhase(PhaseStats):
             self.sample_rates |= other.sample_rates
             self.processes += other.processes
             self.thread_node = self.thread_node or other.thread_node
+            self.saturated |= other.saturated
             if other.io:
                 mine = self.io if self.io is not None else {}
                 for k, v in other.io.items():
@@ -85,6 +88,8 @@ class Worker:
     threads: int = 0
     folded_entries: int = 0
     depth_overflow: int = 0
+    counters_refused: int = 0  # count()s refused: a thread's counter table was full
+    signal_flush: bool = True  # False: built outside the main thread, no flush on SIGTERM & co.
     tree: dict[Path_, MergedPhase] = field(default_factory=dict, repr=False)
     stale_s: float | None = None  # set by the merge when the worker is named stale
 

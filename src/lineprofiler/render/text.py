@@ -142,6 +142,7 @@ def dominant_lines(rv: RoleView) -> list[str]:
             out.append(
                 f"    + {c.name:<{cw}}{fmt_count(c.count):>10}{fmt_rate(c.rate_per_s):>14}"
                 f"{each:>14}"
+                + ("  SATURATED (int64 bound; the true sum is beyond)" if c.saturated else "")
             )
     return out
 

@@ -34,6 +34,7 @@ class CounterRow:
     count: int
     rate_per_s: float | None
     time_per_each_ns: float | None
+    saturated: bool = False  # the sum reached the int64 range: count is a bound, not a total
 
 
 @dataclass
@@ -118,7 +119,7 @@ def _counters(stats: MergedPhase, time_ns: int) -> list[CounterRow]:
         n = stats.counters[name]
         rate = n / (time_ns / 1e9) if time_ns > 0 else None
         each = time_ns / n if n > 0 and time_ns > 0 else None
-        rows.append(CounterRow(name, n, rate, each))
+        rows.append(CounterRow(name, n, rate, each, name in stats.saturated))
     return rows
 
 
