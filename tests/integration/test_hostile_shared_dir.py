@@ -172,3 +172,19 @@ def test_files_are_0640_at_most_and_secret_argv_values_are_masked(tmp_path, umas
         "3",
         "--WANDB_KEY",
     ]
+
+
+@needs_second_user
+def test_run_metadata_is_never_written_through_planted_links(shared, tmp_path):
+    from lineprofiler.accounting.backends import update_run_metadata
+
+    d, victim = shared
+    run = d / "run"
+    as_nobody("mkdir", "-m", "0777", str(run))
+    as_nobody("ln", "-s", str(victim), str(run / f".metadata.{os.getpid()}.tmp"))
+    update_run_metadata(run, {"first": 1})  # the old writer's temporary name: not used
+    assert json.loads((run / "metadata.json").read_text()) == {"first": 1}
+    as_nobody("rm", str(run / ".metadata.lock"))  # (the sticky bit: only its owner may)
+    as_nobody("ln", "-s", str(victim), str(run / ".metadata.lock"))
+    update_run_metadata(run, {"second": 2})  # refused: no lock through a link
+    assert victim.read_text() == VICTIM_TEXT

@@ -35,8 +35,8 @@ inline void bump(std::atomic<T>& a, T v) {
 struct Counter {
   explicit Counter(uint32_t name) : name_id(name) {}
   const uint32_t name_id;
-  std::atomic<int64_t> value{0};
   std::atomic<bool> saturated{false};  // a sum hit the int64 range (or an addend was clamped)
+  std::atomic<int64_t> value{0};       // (after the flag: it fits the padding, 16 bytes in all)
 
   /// Single-writer saturating add of v; clamped (v itself already clamped) sets the flag too.
   void add(int64_t v, bool clamped = false) {
