@@ -30,7 +30,7 @@ from pathlib import Path
 run_dir, mode = sys.argv[1], sys.argv[2]
 def rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-import lineprofiler.accounting, lineprofiler.render.text, lineprofiler.render.json
+import lineprofiler.accounting, lineprofiler.report.text, lineprofiler.report.json
 base = rss_mb()
 out = {"base_rss_mb": base}
 if mode == "floor":
@@ -41,8 +41,8 @@ if mode == "floor":
     out["parse_s"] = time.perf_counter() - t0
 else:
     from lineprofiler.accounting import merge_run
-    from lineprofiler.render.text import render_text
-    from lineprofiler.render.json import render_json
+    from lineprofiler.report.text import render_text
+    from lineprofiler.report.json import render_json
     t0 = time.perf_counter()
     run = merge_run(run_dir, with_samples=False)
     t1 = time.perf_counter()

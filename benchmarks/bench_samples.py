@@ -27,7 +27,7 @@ from tests.helpers import child_env  # noqa: E402
 from tests.report.synth import T0, Ph, worker_doc, write_worker  # noqa: E402
 from tests.resources.synth_samples import S, attach_samples  # noqa: E402
 
-from lineprofiler.accounting.resources_merge import (  # noqa: E402
+from lineprofiler.runfile.samples import (  # noqa: E402
     BASE_WORDS,
     F_GPU,
     F_IO,
@@ -47,8 +47,8 @@ CHILD = """
 import json, resource, sys, time
 t0 = time.perf_counter()
 from lineprofiler.accounting import merge_run
-from lineprofiler.render.text import render_text
-from lineprofiler.render.json import render_json
+from lineprofiler.report.text import render_text
+from lineprofiler.report.json import render_json
 run = merge_run(sys.argv[1], with_samples=True)
 t_merge = time.perf_counter() - t0
 text = render_text(run)

@@ -6,6 +6,15 @@ from typing import Any
 HIST_BUCKETS: int
 HIST_MAX_REL_ERROR: float
 WORKER_SCHEMA_VERSION: int
+MAX_PATHS: int
+MAX_DEPTH: int
+SAMPLES_MAGIC: bytes
+SAMPLES_VERSION: int
+SAMPLES_HEADER_BYTES: int
+SAMPLE_BASE_WORDS: int
+GPU_PID_ABSENT: int
+SAMPLE_WORDS: dict[str, int]
+SAMPLE_FLAGS: dict[str, int]
 
 # strict_names / many names of one shape (exception classes created by the module)
 PhaseNameWarning: type[UserWarning]

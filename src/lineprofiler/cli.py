@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 # subcommand -> module implementing it
 COMMANDS: dict[str, str] = {
-    "report": "lineprofiler.accounting.cli_report",
-    "compare": "lineprofiler.accounting.cli_compare",
+    "report": "lineprofiler.report.cli_report",
+    "compare": "lineprofiler.report.cli_compare",
     "run": "lineprofiler.line.cli_run",
 }
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lineprofiler.accounting import Profiler
-from lineprofiler.accounting.stats import HIST_MAX_REL_ERROR
+from lineprofiler.runfile.stats import HIST_MAX_REL_ERROR
 
 
 def _wait_for(pred, timeout_s: float = 5.0) -> bool:

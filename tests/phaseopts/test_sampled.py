@@ -150,7 +150,7 @@ def test_a_scope_object_entered_again_after_a_skip_does_not_stick(profiler):
 
 def test_the_report_marks_a_sampled_phase_estimated_and_names_its_rate(tmp_path):
     from lineprofiler.accounting import merge_run
-    from lineprofiler.render.text import render_text
+    from lineprofiler.report.text import render_text
 
     p = Profiler(run_dir=tmp_path, enabled=True, snapshot_interval_s=None, sample_interval_s=None)
     for _ in range(300):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lineprofiler.render.units import fmt_count, fmt_duration, fmt_rate, fmt_share
+from lineprofiler.report.units import fmt_count, fmt_duration, fmt_rate, fmt_share
 from tests.helpers import run_python
 from tests.report.synth import (
     MS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from lineprofiler.accounting import merge_run
-from lineprofiler.render.compare import compare_runs, render_compare_text
+from lineprofiler.report.compare import compare_runs, render_compare_text
 from tests.helpers import run_python
 from tests.report.synth import MS, Ph, worker_doc, write_worker
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lineprofiler.accounting import RunError, merge_run
-from lineprofiler.accounting.stats import HIST_MAX_REL_ERROR
+from lineprofiler.runfile.stats import HIST_MAX_REL_ERROR
 from tests.helpers import run_python
 from tests.report.synth import (
     MS,
@@ -144,7 +144,7 @@ def test_unreadable_worker_costs_that_worker_only(tmp_path):
 def test_with_samples_false_is_the_same_tree(tmp_path):
     d = golden_run(tmp_path / "run")
     a, b = merge_run(d), merge_run(d, with_samples=False)
-    assert not b.with_samples and b.resources == {}
+    assert not b.with_samples and b.samples is None
     assert {p: (s.calls, s.wall_ns, s.counters) for p, s in a.tree.items()} == {
         p: (s.calls, s.wall_ns, s.counters) for p, s in b.tree.items()
     }
@@ -203,15 +203,15 @@ def test_real_processes_are_merged(tmp_path):
 
 
 def test_no_samples_never_calls_the_sample_readers(tmp_path, monkeypatch):
-    from lineprofiler.accounting import merge as merge_mod
+    from lineprofiler.report import resources
 
     calls: list[tuple[str, str]] = []
     monkeypatch.setattr(
-        merge_mod,
-        "SAMPLE_READERS",
-        [lambda run, w, doc, path: calls.append((w.run_id, path.name))],
+        resources,
+        "read_worker_samples",
+        lambda run, w, doc, path: calls.append((w.run_id, path.name)),
     )
-    monkeypatch.setattr(merge_mod, "SAMPLE_FINISHERS", [lambda run: calls.append(("finish", ""))])
+    monkeypatch.setattr(resources, "finish_samples", lambda run: calls.append(("finish", "")))
     d = tmp_path / "run"
     write_worker(d, worker_doc(role="a", pid=1, run_id="20261201T0000-000000", start_time=T0 - 9))
     write_worker(d, worker_doc(role="a", pid=2, threads=[Ph(("x",), [MS])]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lineprofiler.render.units import fmt_bytes, fmt_count, fmt_duration, fmt_rate, fmt_share
+from lineprofiler.report.units import fmt_bytes, fmt_count, fmt_duration, fmt_rate, fmt_share
 
 S = 1_000_000_000
 

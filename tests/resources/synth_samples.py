@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lineprofiler.accounting.resources_merge import BASE_WORDS, HEADER_BYTES, MAGIC
+from lineprofiler.runfile.samples import BASE_WORDS, HEADER_BYTES, MAGIC
 
 S = 1_000_000_000
 

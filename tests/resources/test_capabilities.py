@@ -16,7 +16,7 @@ def test_profiler_never_imports_torch_or_the_optional_packages(tmp_path):
         f"""
         import json, sys, time
         from lineprofiler.accounting import Profiler, merge_run
-        from lineprofiler.render.text import render_text
+        from lineprofiler.report.text import render_text
         p = Profiler(run_dir={str(tmp_path / "run")!r}, enabled=True, snapshot_interval_s=0.05,
                      sample_interval_s=0.02)
         with p.phase("x", io=True):

@@ -10,14 +10,15 @@ import time
 import pytest
 
 from lineprofiler.accounting import Profiler, merge_run
-from lineprofiler.accounting.resources_merge import (
+from lineprofiler.report.json import to_document
+from lineprofiler.report.text import render_text
+from lineprofiler.runfile.samples import (
     BASE_WORDS,
     F_CUDA,
     F_GPU,
     F_IO,
     F_RSS,
     GPU_PID_ABSENT,
-    KEY,
     W_CUDA_ALLOC,
     W_CUDA_RES,
     W_DT,
@@ -30,8 +31,6 @@ from lineprofiler.accounting.resources_merge import (
     W_WB,
     W_WC,
 )
-from lineprofiler.render.json import to_document
-from lineprofiler.render.text import render_text
 from tests.report.synth import T0, Ph, worker_doc, write_worker
 from tests.resources.synth_samples import S, attach_samples
 from tests.resources.test_sampler import fake_nvml  # noqa: F401  (fixture)
@@ -92,7 +91,7 @@ def test_io_memory_blocks_from_known_columns(tmp_path):
         4,
     )
     merged = merge_run(run)
-    res = merged.resources[KEY]
+    res = merged.samples
     assert (res.io.read_bytes, res.io.read_chars) == (500 * MB, 753 * MB)
     assert (res.io.write_bytes, res.io.write_chars) == (40 * MB + 10, 42 * MB + 10)
     assert res.io.page_cache_bytes == 253 * MB
@@ -191,7 +190,7 @@ def test_partial_last_row_and_unreadable_sidecar(tmp_path):
     attach_samples(doc2, path2, {W_T: t, W_DT: dt, W_FLAGS: [F_IO] * 3, W_WC: [1, 1, 1]}, 3)
     path2.with_suffix(".samples").write_bytes(b"not a samples file at all, definitely not")
     merged = merge_run(run)
-    assert merged.resources[KEY].io.write_chars == 18
+    assert merged.samples.io.write_chars == 18
     assert [c.kind for c in merged.caveats if c.kind == "samples_unreadable"] == [
         "samples_unreadable"
     ]

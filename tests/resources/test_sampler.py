@@ -19,7 +19,7 @@ import pytest
 
 from lineprofiler import _core
 from lineprofiler.accounting import Profiler
-from lineprofiler.accounting.resources_merge import (
+from lineprofiler.runfile.samples import (
     BASE_WORDS,
     F_GPU,
     F_IO,

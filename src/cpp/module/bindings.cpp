@@ -10,6 +10,9 @@
 #include "lp_core/cpu_clock.h"
 #include "lp_core/histogram.h"
 #include "lp_core/io_counters.h"
+#include "lp_core/nvml.h"
+#include "lp_core/recorder.h"
+#include "lp_core/sampler.h"
 #include "lp_core/worker_file.h"
 #include "module/cuda_probe.h"
 #include "module/line_tracer.h"
@@ -27,6 +30,36 @@ NB_MODULE(_core, m) {
   m.attr("HIST_BUCKETS") = lp::kHistBuckets;
   m.attr("HIST_MAX_REL_ERROR") = lp::kHistMaxRelError;
   m.attr("WORKER_SCHEMA_VERSION") = lp::kWorkerSchemaVersion;
+  m.attr("MAX_PATHS") = lp::kMaxNodes;
+  m.attr("MAX_DEPTH") = lp::kMaxDepth;
+  // The sampler's sidecar layout (lp_core/sampler.h), read by lineprofiler.runfile.samples.
+  m.attr("SAMPLES_MAGIC") = nb::bytes(lp::kSamplesMagic, sizeof(lp::kSamplesMagic));
+  m.attr("SAMPLES_VERSION") = lp::kSamplesVersion;
+  m.attr("SAMPLES_HEADER_BYTES") = lp::kSamplesHeaderBytes;
+  m.attr("SAMPLE_BASE_WORDS") = lp::kSampleBaseWords;
+  m.attr("GPU_PID_ABSENT") = lp::kGpuPidAbsent;
+  {
+    nb::dict words;
+    words["time_unix_ns"] = int(lp::kSwTimeUnixNs);
+    words["dt_ns"] = int(lp::kSwDtNs);
+    words["tag"] = int(lp::kSwTag);
+    words["flags"] = int(lp::kSwFlags);
+    words["read_bytes"] = int(lp::kSwReadBytes);
+    words["write_bytes"] = int(lp::kSwWriteBytes);
+    words["read_chars"] = int(lp::kSwReadChars);
+    words["write_chars"] = int(lp::kSwWriteChars);
+    words["rss_bytes"] = int(lp::kSwRssBytes);
+    words["cuda_alloc"] = int(lp::kSwCudaAlloc);
+    words["cuda_reserved"] = int(lp::kSwCudaReserved);
+    words["own_write_bytes"] = int(lp::kSwOwnWriteBytes);
+    m.attr("SAMPLE_WORDS") = words;
+    nb::dict flags;
+    flags["io"] = int64_t(lp::kSfIo);
+    flags["rss"] = int64_t(lp::kSfRss);
+    flags["cuda"] = int64_t(lp::kSfCuda);
+    flags["gpu"] = int64_t(lp::kSfGpu);
+    m.attr("SAMPLE_FLAGS") = flags;
+  }
 
   m.def("hist_bucket", &lp::hist_bucket, nb::arg("ns"), "Bucket index of a duration in ns.");
   m.def("hist_bucket_lower", &lp::hist_bucket_lower, nb::arg("bucket"),

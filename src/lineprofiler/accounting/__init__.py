@@ -6,18 +6,39 @@ with ``install=True`` (and do nothing, cheaply, when none is installed).
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from lineprofiler import _core
 from lineprofiler.accounting.backends import Backend
-from lineprofiler.accounting.merge import RunError, merge_run
-from lineprofiler.accounting.model import MergedRun
 from lineprofiler.accounting.profiler import Profiler, installed_profiler
-from lineprofiler.accounting.stats import HIST_MAX_REL_ERROR, Histogram, PhaseStats
+from lineprofiler.runfile.stats import HIST_MAX_REL_ERROR, Histogram, PhaseStats
+
+if TYPE_CHECKING:
+    from lineprofiler.report.merge import RunError, merge_run
+    from lineprofiler.report.model import MergedRun
 
 phase = _core.installed_phase
 count = _core.installed_count
 current = _core.installed_current
 PhaseNameWarning = _core.PhaseNameWarning
 PhaseNameError = _core.PhaseNameError
+
+# The reading side, loaded on first use only: a profiled process never imports the merge.
+_LAZY = {
+    "merge_run": "lineprofiler.report.merge",
+    "RunError": "lineprofiler.report.merge",
+    "MergedRun": "lineprofiler.report.model",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [

@@ -10,6 +10,8 @@ import time
 import uuid
 from pathlib import Path
 
+from lineprofiler.runfile.layout import ENV_RUN_DIR, ENV_RUN_ID
+
 _HOST_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _RUN_ID_UNSAFE = re.compile(r"[^A-Za-z0-9.-]")  # no "_": it separates the file name's fields
 
@@ -33,8 +35,8 @@ def resolve_run_id(run_dir: Path) -> str:
     profiler to inherit from; else a fresh one.
     """
     run_dir = Path(run_dir)
-    env_id = _RUN_ID_UNSAFE.sub("-", os.environ.get("LINEPROFILER_RUN_ID", "").strip())
-    env_dir = os.environ.get("LINEPROFILER_RUN_DIR")
+    env_id = _RUN_ID_UNSAFE.sub("-", os.environ.get(ENV_RUN_ID, "").strip())
+    env_dir = os.environ.get(ENV_RUN_DIR)
     if env_id and (not env_dir or Path(os.path.abspath(env_dir)) == run_dir):
         run_id = env_id
     else:
@@ -146,11 +148,6 @@ def launcher_identity() -> dict[str, object]:
     local_rank, _ = _first_int(_LOCAL_RANK_VARS)
     job_id = next((os.environ[v] for v in _JOB_VARS if os.environ.get(v)), None)
     return {"rank": rank, "rank_source": rank_var, "local_rank": local_rank, "job_id": job_id}
-
-
-def worker_path(run_dir: Path, host: str, run_id: str, pid: int, uid8: str) -> Path:
-    """``<run_dir>/workers/<host>/w_<run>_<pid>_<uuid8>.json``."""
-    return run_dir / "workers" / host / f"w_{run_id}_{pid}_{uid8}.json"
 
 
 def new_uid8() -> str:

@@ -38,14 +38,17 @@ from typing import TYPE_CHECKING, Any
 
 from lineprofiler.accounting import _identity
 from lineprofiler.accounting.export import DeltaCursor
+from lineprofiler.runfile.layout import (
+    ENV_PROFILE,
+    ENV_RUN_DIR,
+    ENV_RUN_ID,
+    RUN_ENV_KEYS,
+    worker_path,
+)
 
 if TYPE_CHECKING:
     from lineprofiler.accounting.profiler import Profiler
 
-ENV_PROFILE = "LINEPROFILER_PROFILE"
-ENV_RUN_DIR = "LINEPROFILER_RUN_DIR"
-ENV_RUN_ID = "LINEPROFILER_RUN_ID"
-_ENV_KEYS = (ENV_PROFILE, ENV_RUN_DIR, ENV_RUN_ID)
 
 # Signals whose default action terminates the process without running atexit: flush first.
 FLUSH_SIGNALS = ("SIGTERM", "SIGUSR1", "SIGHUP")
@@ -143,7 +146,7 @@ def _export_environment(p: Profiler, hooks: _Hooks) -> None:
     _env_stack[:] = [(r, v) for r, v in _env_stack if r() is not None and not r().closed]
     if not _env_stack:
         _env_before.clear()
-        _env_before.update({k: os.environ.get(k) for k in _ENV_KEYS})
+        _env_before.update({k: os.environ.get(k) for k in RUN_ENV_KEYS})
     os.environ.update(values)
     hooks.env_values = values
     _env_stack.append((weakref.ref(p), values))
@@ -364,7 +367,7 @@ def _become_new_worker(p: Profiler) -> None:
     p.uid8 = _identity.new_uid8()
     p.host = _identity.host_name()
     p.start_unix_ns = time.time_ns()
-    p.worker_path = _identity.worker_path(p.run_dir, p.host, p.run_id, p.pid, p.uid8)
+    p.worker_path = worker_path(p.run_dir, p.host, p.run_id, p.pid, p.uid8)
     p._rec.reset_after_fork(str(p.worker_path), p._meta_json())
     p._delta_cursor = DeltaCursor()  # its lock may be held by a parent thread: start fresh
     p._fork_inherited = True

@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from lineprofiler.accounting.stats import PhaseStats
+from lineprofiler.runfile.stats import PhaseStats
 
 Tree = dict[tuple[str, ...], PhaseStats]
 SnapshotCallback = Callable[[Tree], Any]

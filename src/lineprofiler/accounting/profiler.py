@@ -22,12 +22,16 @@ from lineprofiler import _core
 from lineprofiler.accounting import _identity, _lifecycle, capabilities, torch_support
 from lineprofiler.accounting.backends import Backend, BackendWindow, parse_backend, parse_window
 from lineprofiler.accounting.export import DeltaCursor, SnapshotCallback, SnapshotCallbacks
-from lineprofiler.accounting.stats import PhaseStats, tree_from_worker_doc
+from lineprofiler.runfile.layout import (
+    ENV_PROFILE,
+    ENV_ROLE,
+    ENV_RUN_DIR,
+    samples_path,
+    worker_path,
+)
+from lineprofiler.runfile.stats import PhaseStats
+from lineprofiler.runfile.worker_doc import tree_of
 
-ENV_PROFILE = "LINEPROFILER_PROFILE"
-ENV_ROLE = "LINEPROFILER_ROLE"
-ENV_RUN_DIR = "LINEPROFILER_RUN_DIR"
-ENV_RUN_ID = "LINEPROFILER_RUN_ID"
 DEFAULT_RUN_DIR = "profile"
 DEFAULT_ROLE = "main"
 
@@ -186,9 +190,7 @@ class Profiler(_core.PhaseFront):
         # has recorded nothing here (else each such child leaves an empty worker of the parent's
         # role); an install of the replaced one passes to this one.
         install = _lifecycle.retire_pristine_fork_inherited() or install
-        self.worker_path = _identity.worker_path(
-            self.run_dir, self.host, self.run_id, self.pid, self.uid8
-        )
+        self.worker_path = worker_path(self.run_dir, self.host, self.run_id, self.pid, self.uid8)
         self._rec = _core.Recorder(
             str(self.worker_path),
             self._meta_json(),
@@ -277,7 +279,7 @@ class Profiler(_core.PhaseFront):
         """This process's cumulative tree so far, summed over threads, keyed by path."""
         if self._rec is None:
             return {}
-        return tree_from_worker_doc(json.loads(self._rec.snapshot_json()), self.thread_names)
+        return tree_of(json.loads(self._rec.snapshot_json()), self.thread_names)
 
     def on_snapshot(self, callback: SnapshotCallback) -> SnapshotCallback:
         """Calls ``callback(tree)`` after each periodic worker-file write (a decorator).
@@ -357,7 +359,7 @@ class Profiler(_core.PhaseFront):
             return {}
         _core.set_cuda_probe(capabilities.cuda_memory_now)
         return {
-            "samples_path": str(self.worker_path.with_suffix(".samples")),
+            "samples_path": str(samples_path(self.worker_path)),
             "sample_interval_ns": _interval_ns(self.sample_interval_s, "sample_interval_s"),
         }
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-from lineprofiler.accounting.cli_report import emit, fail, internal_error
-from lineprofiler.accounting.merge import RunError, merge_run
-from lineprofiler.render.compare import DEFAULT_COMPARE_TOP
+from lineprofiler.report.cli_report import emit, fail, internal_error
+from lineprofiler.report.compare import DEFAULT_COMPARE_TOP
+from lineprofiler.report.merge import RunError, merge_run
 
 HELP = "Compare two run directories: time, share, p50/p99 and counter rates per phase."
 
@@ -33,7 +33,7 @@ def main(args: argparse.Namespace) -> int:
     if args.top < 0:
         return fail("compare", f"--top must be 0 or more, not {args.top}")
     try:
-        from lineprofiler.render.compare import (
+        from lineprofiler.report.compare import (
             compare_runs,
             render_compare_json,
             render_compare_text,

@@ -79,6 +79,9 @@ class PhaseStats:
     missing, not zero. ``wait_ns`` is wall minus CPU over completed entries. ``sample_every``
     > 1 marks the values as estimates, already scaled (one entry in N of a sampled phase was
     measured); merging keeps the largest, so a partly-estimated total stays marked.
+    ``io`` holds the exact byte sums of ``phase(io=True)`` entries (None: no such entry).
+    ``thread_node`` marks the synthetic node a thread name becomes under ``thread_names=True``
+    (its times are the sum of that thread's top-level phases; it has no entries of its own).
     """
 
     calls: int = 0
@@ -90,6 +93,15 @@ class PhaseStats:
     hist: Histogram = field(default_factory=Histogram)
     counters: dict[str, int] = field(default_factory=dict)
     sample_every: int = 0
+    io: dict[str, int] | None = None
+    thread_node: bool = False
+    # Counters whose sum reached the int64 range in some record: their value is a bound.
+    saturated: set[str] = field(default_factory=set)
+
+    @property
+    def time_ns(self) -> int:
+        """Completed entries' wall time plus that of entries still open at the last write."""
+        return self.wall_ns + self.open_ns
 
     @property
     def estimated(self) -> bool:
@@ -123,6 +135,13 @@ class PhaseStats:
         for k, v in other.counters.items():
             self.counters[k] = self.counters.get(k, 0) + v
         self.sample_every = max(self.sample_every, other.sample_every)
+        self.thread_node = self.thread_node or other.thread_node
+        self.saturated |= other.saturated
+        if other.io:
+            mine = self.io if self.io is not None else {}
+            for k, v in other.io.items():
+                mine[k] = mine.get(k, 0) + v
+            self.io = mine
 
     @classmethod
     def from_record(cls, rec: Mapping) -> PhaseStats:
@@ -139,23 +158,3 @@ class PhaseStats:
             counters={str(k): int(v) for k, v in dict(rec.get("counters", {})).items()},
             sample_every=int(rec.get("sample_every", 0)),
         )
-
-
-def tree_from_worker_doc(
-    doc: Mapping, thread_names: bool = False
-) -> dict[tuple[str, ...], PhaseStats]:
-    """Sums a worker file's per-thread trees into one tree keyed by path.
-
-    With ``thread_names``, each thread's paths are prefixed by its thread name.
-    """
-    tree: dict[tuple[str, ...], PhaseStats] = {}
-    for thread in doc.get("threads", ()):
-        prefix = (str(thread.get("name") or f"thread-{thread.get('tid')}"),) if thread_names else ()
-        for rec in thread.get("phases", ()):
-            path = prefix + tuple(str(p) for p in rec.get("path", ()))
-            stats = PhaseStats.from_record(rec)
-            if path in tree:
-                tree[path].add(stats)
-            else:
-                tree[path] = stats
-    return tree

@@ -1,16 +1,16 @@
-"""The report's resource blocks: I/O BY PHASE, I/O, MEMORY and GPU (text), registered into
-``render.text`` on import. Each block is absent when its source was unavailable; definitions are
-in ``accounting/resources_merge.py``.
+"""The report's resource blocks as text: I/O BY PHASE, I/O, MEMORY and GPU (``report.text`` lists
+them). Each block is absent when its source was unavailable; definitions are in
+``report/resources.py``.
 """
 
 from __future__ import annotations
 
-from lineprofiler.accounting.resources_merge import KEY, NO_PHASE, RunResources, io_by_phase
-from lineprofiler.render import text as _text
-from lineprofiler.render.units import NA, bytes_per_s, fmt_bytes, fmt_share
-from lineprofiler.render.view import RunView
+from lineprofiler.report.resource_model import RunResources
+from lineprofiler.report.resources import io_by_phase
+from lineprofiler.report.units import NA, RULE, bytes_per_s, fmt_bytes, fmt_share
+from lineprofiler.report.view import RunView
+from lineprofiler.runfile.samples import NO_PHASE
 
-RULE = _text.RULE
 SPARK = " ▁▂▃▄▅▆▇█"
 TOP_TAGS = 6
 TOP_PROCESSES = 8
@@ -27,8 +27,7 @@ def _path_name(path: tuple[str, ...]) -> str:
 
 
 def samples_of(view: RunView) -> RunResources | None:
-    res = view.run.resources.get(KEY)
-    return res if isinstance(res, RunResources) else None
+    return view.run.samples
 
 
 def io_by_phase_block(view: RunView) -> list[str]:
@@ -148,9 +147,3 @@ def gpu_block(view: RunView) -> list[str]:
     if alloc and len(alloc) > 1:
         out.append("  (largest single process; torch's CUDA allocator)")
     return out
-
-
-_text.register_block("io_by_phase", io_by_phase_block, before="legend")
-_text.register_block("io", io_block, before="legend")
-_text.register_block("memory", memory_block, before="legend")
-_text.register_block("gpu", gpu_block, before="legend")

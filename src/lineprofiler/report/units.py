@@ -6,6 +6,7 @@ import math
 import time
 
 NA = "n/a"
+RULE = "─" * 62  # under a block's title
 
 
 def fmt_duration(ns: float | None) -> str:
@@ -74,3 +75,15 @@ def fmt_utc(unix_s: float | None) -> str:
     if unix_s is None:
         return NA
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(unix_s))
+
+
+def json_ns(value: float | None) -> int | None:
+    """A time for JSON: integer ns, or None when missing (None or NaN)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return int(round(value))
+
+
+def json_frac(value: float | None) -> float | None:
+    """A fraction or ratio for JSON: six decimals, or None when missing."""
+    return None if value is None else round(value, 6)

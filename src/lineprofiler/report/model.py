@@ -12,11 +12,21 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
 
-from lineprofiler.accounting.stats import PhaseStats
+from lineprofiler.report.resource_model import RunResources
+from lineprofiler.runfile.stats import PhaseStats
+from lineprofiler.runfile.worker_doc import Path_, Worker
 
-Path_ = tuple[str, ...]
+__all__ = [
+    "Attempt",
+    "Caveat",
+    "MergedPhase",
+    "MergedRun",
+    "Path_",
+    "Role",
+    "Unreadable",
+    "Worker",
+]
 
 
 @dataclass
@@ -24,95 +34,26 @@ class MergedPhase(PhaseStats):
     """A phase path's aggregates summed over threads and processes.
 
     ``sample_rates`` holds each contributing record's ``sample_every`` (1: measured every entry);
-    any rate above 1 makes every number of the phase an estimate. ``thread_node`` marks the
-    synthetic node a thread name becomes under ``thread_names=True`` (its times are the sum of
-    that thread's top-level phases; it has no entries of its own).
+    any rate above 1 makes every number of the phase an estimate. ``processes`` counts the
+    workers whose tree holds the path.
     """
 
     sample_rates: set[int] = field(default_factory=set)
     processes: int = 0
-    thread_node: bool = False
-    # Exact I/O of phase(io=True) entries: the record's "io" byte sums, summed; None when absent.
-    io: dict[str, int] | None = None
-    # Counters whose sum reached the int64 range in some worker: their value is a bound.
-    saturated: set[str] = field(default_factory=set)
-
-    @property
-    def time_ns(self) -> int:
-        return self.wall_ns + self.open_ns
 
     @property
     def estimated(self) -> bool:
         return any(r > 1 for r in self.sample_rates)
 
-    def add(self, other: PhaseStats) -> None:  # type: ignore[override]
+    def add(self, other: PhaseStats) -> None:
+        """Adds another merged phase, or one worker's (already summed over its threads)."""
         super().add(other)
         if isinstance(other, MergedPhase):
             self.sample_rates |= other.sample_rates
             self.processes += other.processes
-            self.thread_node = self.thread_node or other.thread_node
-            self.saturated |= other.saturated
-            if other.io:
-                mine = self.io if self.io is not None else {}
-                for k, v in other.io.items():
-                    mine[k] = mine.get(k, 0) + v
-                self.io = mine
         else:
-            self.sample_rates.add(1)
-
-
-@dataclass
-class Worker:
-    """One worker file of the reported attempt (one process)."""
-
-    path: str  # relative to the run directory
-    role: str
-    host: str
-    pid: int
-    run_id: str
-    uuid: str
-    start_time: float
-    written_at: float
-    rank: int | None = None
-    local_rank: int | None = None
-    job_id: str | None = None
-    snapshot_seq: int = 0
-    final: bool = False
-    flush_errors: int = 0
-    last_flush_error: str = ""
-    clock_wall: str | None = None
-    clock_cpu: str | None = None  # None: CPU time not measured
-    own_write_bytes: int | None = None
-    thread_names: bool = False
-    snapshot_interval_s: float | None = None
-    threads: int = 0
-    folded_entries: int = 0
-    depth_overflow: int = 0
-    counters_refused: int = 0  # count()s refused: a thread's counter table was full
-    signal_flush: bool = True  # False: built outside the main thread, no flush on SIGTERM & co.
-    tree: dict[Path_, MergedPhase] = field(default_factory=dict, repr=False)
-    stale_s: float | None = None  # set by the merge when the worker is named stale
-
-    @property
-    def recorded_nothing(self) -> bool:
-        """The file exists but holds no phase and no counter."""
-        return not self.tree
-
-    @property
-    def lifetime_ns(self) -> int:
-        """From the process's start to its file's last write, in ns (never negative)."""
-        return max(0, round((self.written_at - self.start_time) * 1e9))
-
-    @property
-    def busy_ns(self) -> int:
-        """Sum of the time of this process's top-level phases (over its threads)."""
-        return sum(s.time_ns for p, s in self.tree.items() if len(p) == 1)
-
-    @property
-    def label(self) -> str:
-        """``rank 3 (node07)`` or ``pid 123 (node07)``."""
-        who = f"rank {self.rank}" if self.rank is not None else f"pid {self.pid}"
-        return f"{who} ({self.host})"
+            self.sample_rates.add(max(1, other.sample_every))
+            self.processes += 1
 
 
 @dataclass
@@ -181,8 +122,8 @@ class MergedRun:
     superseded: list[Attempt] = field(default_factory=list)
     caveats: list[Caveat] = field(default_factory=list)
     with_samples: bool = True
-    # Resource samples (I/O, memory, GPU) keyed by block name; filled only with_samples=True.
-    resources: dict[str, Any] = field(default_factory=dict)
+    # The reduced resource samples (I/O, memory, GPU blocks); None without samples.
+    samples: RunResources | None = None
 
     @property
     def start_time(self) -> float | None:

@@ -22,199 +22,44 @@ Definitions (the report's I/O, MEMORY and GPU blocks):
 
 from __future__ import annotations
 
-import json
-import sys
 from array import array
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import and_, eq, gt, le, mul, ne
 from pathlib import Path
 from typing import Any
 
-from lineprofiler.accounting import merge as _merge
-from lineprofiler.accounting.model import Caveat, MergedRun, Worker
-
-MAGIC = b"LPSMPL01"
-HEADER_BYTES = 64
-BASE_WORDS = 12
-# Row words (lp_core/sampler.h: SampleWord)
-W_T, W_DT, W_TAG, W_FLAGS = 0, 1, 2, 3
-W_RB, W_WB, W_RC, W_WC = 4, 5, 6, 7
-W_RSS, W_CUDA_ALLOC, W_CUDA_RES, W_OWN_WB = 8, 9, 10, 11
-F_IO, F_RSS, F_CUDA, F_GPU = 1, 2, 4, 8
-GPU_PID_ABSENT = -2
-NO_PHASE: tuple[str, ...] = ()
-SPARK_WIDTH = 40
-
-KEY = "samples"  # run.resources[KEY]: the RunResources of the run
-
-
-class SamplesError(Exception):
-    """A sidecar that cannot be used (the worker's resource rows are then missing)."""
-
-
-@dataclass
-class SampleTable:
-    """One worker's rows as columns (``array('q')`` each)."""
-
-    pid: int
-    interval_ns: int
-    n_gpu: int
-    start_unix_ns: int
-    rows: int
-    cols: list[array]
-
-
-def read_samples(path: Path) -> SampleTable:
-    """Reads a ``.samples`` sidecar; a trailing partial row (a write cut by a kill) is ignored."""
-    data = Path(path).read_bytes()
-    if len(data) < HEADER_BYTES or data[:8] != MAGIC:
-        raise SamplesError(f"{Path(path).name}: not a samples file")
-    version, hb, words, n_gpu = (int.from_bytes(data[o : o + 4], "little") for o in (8, 12, 16, 20))
-    if version != 1 or hb < HEADER_BYTES or words != BASE_WORDS + 2 * n_gpu:
-        raise SamplesError(f"{Path(path).name}: unsupported samples layout (version {version})")
-    interval_ns, pid, start = (int.from_bytes(data[o : o + 8], "little") for o in (24, 32, 40))
-    rows = (len(data) - hb) // (8 * words)
-    body = array("q")
-    body.frombytes(memoryview(data)[hb : hb + rows * 8 * words])
-    del data
-    if sys.byteorder == "big":
-        body.byteswap()
-    cols = [body[k::words] for k in range(words)]
-    return SampleTable(pid, interval_ns, n_gpu, start, rows, cols)
-
-
-def read_tags(path: Path) -> dict[int, tuple[str, ...]]:
-    """Tag id -> phase path, from a ``.tags`` file (lines ``[id, [names...]]``)."""
-    tags: dict[int, tuple[str, ...]] = {0: NO_PHASE}
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return tags
-    for line in text.splitlines():
-        try:
-            tid, names = json.loads(line)
-            tags[int(tid)] = tuple(str(n) for n in names)
-        except (ValueError, TypeError):
-            continue  # a line cut by a kill
-    return tags
-
-
-@dataclass
-class IoTotals:
-    read_bytes: int = 0
-    write_bytes: int = 0
-    read_chars: int = 0
-    write_chars: int = 0
-
-    @property
-    def page_cache_bytes(self) -> int:
-        return max(0, self.read_chars - self.read_bytes)
-
-    def add(self, rb: int, wb: int, rc: int, wc: int) -> None:
-        self.read_bytes += rb
-        self.write_bytes += wb
-        self.read_chars += rc
-        self.write_chars += wc
-
-
-@dataclass
-class GpuDevice:
-    host: str
-    index: int
-    busy_weighted: float = 0.0  # sum of busy% x dt_ns
-    busy_dt_ns: int = 0
-    pid_weighted: float = 0.0  # sum over processes of pid% x dt_ns
-    first_ns: int | None = None
-    last_ns: int | None = None
-    attributed: bool = False
-    windows: int = 0
-    failed_windows: int = 0
-
-    @property
-    def busy(self) -> float | None:
-        """Fraction of time any process had a kernel on the device, or None if never read."""
-        return self.busy_weighted / self.busy_dt_ns / 100.0 if self.busy_dt_ns else None
-
-    @property
-    def this_run(self) -> float | None:
-        """Fraction attributed to the run's pids; None (n/a) when never attributed."""
-        if not self.attributed or self.first_ns is None or self.last_ns is None:
-            return None
-        span = self.last_ns - self.first_ns
-        return self.pid_weighted / span / 100.0 if span > 0 else None
-
-    @property
-    def idle(self) -> float | None:
-        b = self.busy
-        return None if b is None else max(0.0, 1.0 - b)
-
-
-@dataclass
-class ProcessMemory:
-    role: str
-    label: str
-    rss_peak: int | None
-    cuda_allocated_peak: int | None
-    cuda_reserved_peak: int | None
-
-
-@dataclass
-class RunResources:
-    """The reduced samples of one run: what the I/O, MEMORY and GPU blocks print."""
-
-    workers_with_samples: int = 0
-    rows: int = 0
-    dropped: int = 0
-    io_rows: int = 0
-    io_source: bool = False
-    io: IoTotals = field(default_factory=IoTotals)
-    by_tag: dict[tuple[str, ...], IoTotals] = field(default_factory=dict)
-    read_moving_ns: int = 0  # time of intervals in which read_bytes moved
-    cache_moving_ns: int = 0
-    write_moving_ns: int = 0
-    write_per_s: dict[int, int] = field(default_factory=dict)  # Unix second -> write_bytes
-    own_write_bytes: int = 0
-    memory: list[ProcessMemory] = field(default_factory=list)
-    gpus: dict[tuple[str, int], GpuDevice] = field(default_factory=dict)
-    gpu_errors: dict[str, str] = field(default_factory=dict)  # worker label -> why no NVML
-    caveats: list[Caveat] = field(default_factory=list)
-
-    @property
-    def no_phase_share(self) -> float | None:
-        total = self.io.read_chars + self.io.write_chars
-        if total <= 0:
-            return None
-        t = self.by_tag.get(NO_PHASE)
-        return ((t.read_chars + t.write_chars) / total) if t else 0.0
-
-    @property
-    def write_peak_per_s(self) -> int | None:
-        return max(self.write_per_s.values(), default=None)
-
-    def sparkline_bins(
-        self, width: int = SPARK_WIDTH, start: float | None = None, end: float | None = None
-    ) -> list[int]:
-        """Write bytes per column over [start, end] (Unix s; default: the seconds with writes)."""
-        if not self.write_per_s:
-            return []
-        lo, hi = min(self.write_per_s), max(self.write_per_s)
-        if start is not None and end is not None and end >= start:
-            lo, hi = min(lo, int(start)), max(hi, int(end))
-        span = hi - lo + 1
-        bins = [0] * min(width, span)
-        n = len(bins)
-        for s, b in self.write_per_s.items():
-            bins[min(n - 1, (s - lo) * n // span)] += b
-        return bins
+from lineprofiler.report.model import Caveat, MergedRun, Worker
+from lineprofiler.report.resource_model import GpuDevice, IoTotals, ProcessMemory, RunResources
+from lineprofiler.runfile.samples import (
+    BASE_WORDS,
+    F_CUDA,
+    F_IO,
+    F_RSS,
+    NO_PHASE,
+    W_CUDA_ALLOC,
+    W_CUDA_RES,
+    W_DT,
+    W_FLAGS,
+    W_OWN_WB,
+    W_RB,
+    W_RC,
+    W_RSS,
+    W_T,
+    W_TAG,
+    W_WB,
+    W_WC,
+    SamplesError,
+    SampleTable,
+    read_samples,
+    read_tags,
+)
 
 
 def _resources(run: MergedRun) -> RunResources:
-    got = run.resources.get(KEY)
-    if got is None:
-        got = run.resources[KEY] = RunResources()
-    return got
+    if run.samples is None:
+        run.samples = RunResources()
+    return run.samples
 
 
 def _flag_mask(flags: array, bit: int) -> Iterable[Any]:
@@ -340,7 +185,7 @@ def reduce_table(
 def read_worker_samples(
     run: MergedRun, worker: Worker, doc: Mapping[str, Any], file_path: Path
 ) -> None:
-    """merge_run's sample reader: reduces one worker's sidecar into run.resources."""
+    """Reduces one worker's sidecar into ``run.samples`` (merge_run, with_samples=True)."""
     status = doc.get("samples")
     if not isinstance(status, dict):
         return  # sampler off for this worker (sample_interval_s=None): no rows, no caveat
@@ -386,8 +231,8 @@ def read_worker_samples(
 
 
 def finish_samples(run: MergedRun) -> None:
-    """merge_run's sample finisher: run-level caveats of the resource blocks."""
-    res = run.resources.get(KEY)
+    """Run-level caveats of the resource blocks, once every worker's samples were reduced."""
+    res = run.samples
     if res is None:
         return
     if res.dropped and res.io_rows:
@@ -407,7 +252,6 @@ def finish_samples(run: MergedRun) -> None:
                 "numbers cover the others",
             )
         )
-    run.resources["caveats"] = list(res.caveats)
 
 
 def io_by_phase(run: MergedRun) -> list[tuple[tuple[str, ...], dict[str, int], int]]:
@@ -420,9 +264,3 @@ def io_by_phase(run: MergedRun) -> list[tuple[tuple[str, ...], dict[str, int], i
         rows.append((path, dict(io), stats.wall_ns))
     rows.sort(key=lambda r: -(r[1].get("read_chars", 0) + r[1].get("write_chars", 0)))
     return rows
-
-
-if read_worker_samples not in _merge.SAMPLE_READERS:
-    _merge.SAMPLE_READERS.append(read_worker_samples)
-if finish_samples not in _merge.SAMPLE_FINISHERS:
-    _merge.SAMPLE_FINISHERS.append(finish_samples)

@@ -11,8 +11,8 @@ import os
 import sys
 import traceback
 
-from lineprofiler.accounting.merge import RunError, merge_run
-from lineprofiler.render.view import DEFAULT_TOP
+from lineprofiler.report.merge import RunError, merge_run
+from lineprofiler.report.view import DEFAULT_TOP
 
 HELP = "Report a run directory: time by role and phase, stragglers, caveats."
 ENV_DEBUG = "LINEPROFILER_DEBUG"
@@ -73,11 +73,11 @@ def main(args: argparse.Namespace) -> int:
     try:
         run = merge_run(args.run_dir, with_samples=not args.no_samples, attempt=args.attempt)
         if args.json:
-            from lineprofiler.render.json import render_json
+            from lineprofiler.report.json import render_json
 
             out = render_json(run, args.top)
         else:
-            from lineprofiler.render.text import render_text
+            from lineprofiler.report.text import render_text
 
             out = render_text(run, args.top)
     except RunError as exc:

@@ -1,5 +1,5 @@
 """The report's resource blocks as data (``--json``: the top-level ``resources`` section),
-registered into ``render.json`` on import. Same numbers as ``resources_text``; a block whose source
+listed in ``report.json``. Same numbers as ``resources_text``; a block whose source
 was unavailable is null, a value that could not be measured is null (never 0).
 """
 
@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from lineprofiler.accounting.resources_merge import KEY, RunResources, io_by_phase
-from lineprofiler.render import json as _json
-from lineprofiler.render.units import bytes_per_s
-from lineprofiler.render.view import RunView
+from lineprofiler.report.resources import io_by_phase
+from lineprofiler.report.units import bytes_per_s
+from lineprofiler.report.view import RunView
 
 
 def resources_doc(view: RunView) -> dict[str, Any] | None:
@@ -29,9 +28,9 @@ def resources_doc(view: RunView) -> dict[str, Any] | None:
         }
         for path, io, wall_ns in io_by_phase(run)
     ]
-    res = run.resources.get(KEY)
+    res = run.samples
     doc: dict[str, Any] = {"io_by_phase": phases or None, "io": None, "memory": None, "gpu": None}
-    if isinstance(res, RunResources):
+    if res is not None:
         if res.io_rows:
             io = res.io
             doc["io"] = {
@@ -92,6 +91,3 @@ def resources_doc(view: RunView) -> dict[str, Any] | None:
     if all(v is None for v in doc.values()):
         return None
     return doc
-
-
-_json.register_section("resources", resources_doc)

@@ -7,17 +7,16 @@ A number that was not measured is ``null``, never 0. Key order is fixed.
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Callable
 from typing import Any
 
-from lineprofiler.accounting.model import MergedRun, Worker
-from lineprofiler.render.view import (
+from lineprofiler.report.json_resources import resources_doc
+from lineprofiler.report.model import MergedRun, Worker
+from lineprofiler.report.units import json_frac, json_ns
+from lineprofiler.report.view import (
     DEFAULT_TOP,
     CounterRow,
     PhaseRow,
     RoleView,
-    RunView,
     Straggler,
     clock_summary,
     run_view,
@@ -26,30 +25,13 @@ from lineprofiler.render.view import (
 REPORT_FORMAT = "lineprofiler-report"
 REPORT_SCHEMA_VERSION = 1
 
-# Extra top-level sections (e.g. resource blocks): key -> fn(view) -> value (None: left out).
-SECTIONS: dict[str, Callable[[RunView], Any]] = {}
-
-
-def register_section(key: str, fn: Callable[[RunView], Any]) -> None:
-    SECTIONS[key] = fn
-
-
-def _ns(value: float | None) -> int | None:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return int(round(value))
-
-
-def _frac(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)
-
 
 def counter_doc(c: CounterRow) -> dict[str, Any]:
     return {
         "name": c.name,
         "count": c.count,
         "rate_per_s": None if c.rate_per_s is None else round(c.rate_per_s, 3),
-        "time_per_each_ns": _ns(c.time_per_each_ns),
+        "time_per_each_ns": json_ns(c.time_per_each_ns),
         "saturated": c.saturated,
     }
 
@@ -70,12 +52,12 @@ def phase_doc(r: PhaseRow) -> dict[str, Any]:
         "self_ns": s.self_ns,
         "cpu_ns": s.cpu_ns,
         "wait_ns": s.wait_ns,
-        "wait_fraction": _frac(s.wait_fraction),
-        "share": _frac(r.share),
-        "mean_ns": _ns(r.mean_ns),
-        "p50_ns": _ns(r.q(0.5)),
-        "p95_ns": _ns(r.q(0.95)),
-        "p99_ns": _ns(r.q(0.99)),
+        "wait_fraction": json_frac(s.wait_fraction),
+        "share": json_frac(r.share),
+        "mean_ns": json_ns(r.mean_ns),
+        "p50_ns": json_ns(r.q(0.5)),
+        "p95_ns": json_ns(r.q(0.95)),
+        "p99_ns": json_ns(r.q(0.99)),
         "estimated": s.estimated,
         "sample_every": sorted(x for x in s.sample_rates if x > 1),
         "counters": [counter_doc(c) for c in r.counters],
@@ -92,10 +74,12 @@ def straggler_doc(s: Straggler) -> dict[str, Any]:
         "path": list(s.path),
         "name": "/".join(s.path),
         "slowest": {**worker_ref(s.slowest.worker), "time_ns": s.slowest.time_ns},
-        "median_ns": _ns(s.median_ns),
-        "ratio": _frac(s.ratio),
+        "median_ns": json_ns(s.median_ns),
+        "ratio": json_frac(s.ratio),
         "processes": [{**worker_ref(t.worker), "time_ns": t.time_ns} for t in s.times],
-        "hosts": [{"host": h, "processes": n, "mean_ns": _ns(mean)} for h, n, mean in s.by_host()],
+        "hosts": [
+            {"host": h, "processes": n, "mean_ns": json_ns(mean)} for h, n, mean in s.by_host()
+        ],
     }
 
 
@@ -105,10 +89,10 @@ def role_doc(rv: RoleView) -> dict[str, Any]:
     return {
         "role": role.name,
         "processes": role.processes,
-        "imbalance": _frac(role.imbalance),
+        "imbalance": json_frac(role.imbalance),
         "busy_ns": {
             "max": max(busy, default=0),
-            "mean": _ns(sum(busy) / len(busy)) if busy else None,
+            "mean": json_ns(sum(busy) / len(busy)) if busy else None,
             "min": min(busy, default=0),
         },
         "top_level_ns": role.top_level_ns,
@@ -185,10 +169,9 @@ def to_document(run: MergedRun, top: int = DEFAULT_TOP) -> dict[str, Any]:
             {"kind": c.kind, "message": c.message, "workers": c.workers} for c in run.caveats
         ],
     }
-    for key, fn in SECTIONS.items():
-        value = fn(view)
-        if value is not None:
-            doc[key] = value
+    resources = resources_doc(view)
+    if resources is not None:
+        doc["resources"] = resources
     return doc
 
 
@@ -199,7 +182,3 @@ def _sum_opt(values: list[int | None]) -> int | None:
 
 def render_json(run: MergedRun, top: int = DEFAULT_TOP) -> str:
     return json.dumps(to_document(run, top), indent=2, allow_nan=False) + "\n"
-
-
-# The resource blocks register themselves on import.
-from lineprofiler.render import resources_json as _resources_json  # noqa: E402, F401

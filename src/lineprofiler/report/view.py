@@ -21,7 +21,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from lineprofiler.accounting.model import MergedPhase, MergedRun, Path_, Role, Worker
+from lineprofiler.report.model import MergedPhase, MergedRun, Path_, Role, Worker
 
 DEFAULT_TOP = 10
 STRAGGLER_PHASES = 3

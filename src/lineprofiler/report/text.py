@@ -1,7 +1,8 @@
 """The text report of one merged run: a sequence of blocks, each a function of the run's view.
 
-Other modules add blocks (the resource blocks: I/O, MEMORY, GPU) with ``register_block``; a block
-returns its lines, or an empty list to be left out. Blocks are separated by one blank line.
+``BLOCKS`` lists every block in the order printed (the resource blocks come from
+``report.text_resources``); a block returns its lines, or an empty list to be left out. Blocks are
+separated by one blank line.
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ import statistics
 import textwrap
 from collections.abc import Callable
 
-from lineprofiler.accounting.model import MergedRun
-from lineprofiler.render.units import (
+from lineprofiler.report import text_resources
+from lineprofiler.report.model import MergedRun
+from lineprofiler.report.units import (
     NA,
+    RULE,
     fmt_bytes,
     fmt_count,
     fmt_duration,
@@ -20,7 +23,7 @@ from lineprofiler.render.units import (
     fmt_ratio,
     fmt_share,
 )
-from lineprofiler.render.view import (
+from lineprofiler.report.view import (
     DEFAULT_TOP,
     PhaseRow,
     RoleView,
@@ -30,7 +33,6 @@ from lineprofiler.render.view import (
     sample_note,
 )
 
-RULE = "─" * 62
 NAME_W = 30
 WRAP = 100
 MAX_HOSTS = 8
@@ -211,22 +213,16 @@ def caveats_block(view: RunView) -> list[str]:
     return out
 
 
-BLOCKS: list[tuple[str, Block]] = [
+BLOCKS: tuple[tuple[str, Block], ...] = (
     ("header", header_block),
     ("roles", roles_block),
+    ("io_by_phase", text_resources.io_by_phase_block),
+    ("io", text_resources.io_block),
+    ("memory", text_resources.memory_block),
+    ("gpu", text_resources.gpu_block),
     ("legend", legend_block),
     ("caveats", caveats_block),
-]
-
-
-def register_block(name: str, block: Block, before: str = "legend") -> None:
-    """Adds a block (e.g. a resource block) to the text report, before the block ``before``."""
-    names = [n for n, _ in BLOCKS]
-    if name in names:
-        BLOCKS[names.index(name)] = (name, block)
-        return
-    at = names.index(before) if before in names else len(BLOCKS)
-    BLOCKS.insert(at, (name, block))
+)
 
 
 def render_text(run: MergedRun, top: int = DEFAULT_TOP) -> str:
@@ -238,7 +234,3 @@ def render_text(run: MergedRun, top: int = DEFAULT_TOP) -> str:
         if lines:
             parts.append("\n".join(line.rstrip() for line in lines))
     return "\n\n".join(parts) + "\n"
-
-
-# The resource blocks register themselves on import.
-from lineprofiler.render import resources_text as _resources_text  # noqa: E402, F401

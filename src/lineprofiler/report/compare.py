@@ -12,17 +12,18 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from lineprofiler.accounting.model import MergedRun, Path_
-from lineprofiler.render.json import _frac, _ns
-from lineprofiler.render.text import RULE
-from lineprofiler.render.units import (
+from lineprofiler.report.model import MergedRun, Path_
+from lineprofiler.report.units import (
     NA,
+    RULE,
     fmt_duration,
     fmt_rate,
     fmt_ratio,
     fmt_share,
+    json_frac,
+    json_ns,
 )
-from lineprofiler.render.view import PhaseRow, RoleView, role_view
+from lineprofiler.report.view import PhaseRow, RoleView, role_view
 
 DEFAULT_COMPARE_TOP = 20
 
@@ -237,10 +238,10 @@ def _side_doc(row: PhaseRow | None) -> dict[str, Any] | None:
         "calls": s.calls,
         "time_ns": s.time_ns,
         "self_ns": s.self_ns,
-        "share": _frac(row.share),
-        "wait_fraction": _frac(s.wait_fraction),
-        "p50_ns": _ns(row.q(0.5)),
-        "p99_ns": _ns(row.q(0.99)),
+        "share": json_frac(row.share),
+        "wait_fraction": json_frac(s.wait_fraction),
+        "p50_ns": json_ns(row.q(0.5)),
+        "p99_ns": json_ns(row.q(0.99)),
         "estimated": s.estimated,
     }
 
@@ -273,16 +274,16 @@ def compare_document(c: Comparison) -> dict[str, Any]:
                         "in": d.side,
                         "a": _side_doc(d.a),
                         "b": _side_doc(d.b),
-                        "time_per_process_ratio": _frac(d.change),
-                        "p50_ratio": _frac(d.q_ratio(0.5)),
-                        "p99_ratio": _frac(d.q_ratio(0.99)),
+                        "time_per_process_ratio": json_frac(d.change),
+                        "p50_ratio": json_frac(d.q_ratio(0.5)),
+                        "p99_ratio": json_frac(d.q_ratio(0.99)),
                         "counters": [
                             {
                                 "name": cd.name,
                                 "in": cd.side,
-                                "rate_per_s_a": _frac(cd.rate_a),
-                                "rate_per_s_b": _frac(cd.rate_b),
-                                "rate_ratio": _frac(cd.ratio),
+                                "rate_per_s_a": json_frac(cd.rate_a),
+                                "rate_per_s_b": json_frac(cd.rate_b),
+                                "rate_ratio": json_frac(cd.ratio),
                             }
                             for cd in d.counters
                         ],

@@ -1,0 +1,150 @@
+"""The caveats of a merged run: each thing that makes it less than complete, in words.
+
+The resource blocks add their own (``report.resources``); ``merge_run`` puts both in
+``run.caveats``. ``kind`` is a stable identifier for programs; the message is for people.
+"""
+
+from __future__ import annotations
+
+from lineprofiler.report.model import Caveat, MergedRun
+from lineprofiler.report.units import fmt_duration, fmt_utc
+
+_LIST_LIMIT = 10
+
+
+def _listing(items: list[str], sep: str = ", ") -> str:
+    """At most _LIST_LIMIT items, then how many more (the caveat's ``workers`` has them all)."""
+    shown = sep.join(items[:_LIST_LIMIT])
+    more = len(items) - _LIST_LIMIT
+    return shown + (f"{sep}and {more} more" if more > 0 else "")
+
+
+def run_caveats(run: MergedRun) -> list[Caveat]:
+    """What makes the merged run less than complete, in the order the report prints them."""
+    out: list[Caveat] = []
+    if run.unreadable:
+        out.append(
+            Caveat(
+                "unreadable",
+                f"{len(run.unreadable)} worker file(s) could not be read and are not counted: "
+                + _listing([f"{u.path}: {u.reason}" for u in run.unreadable], sep="; "),
+                [u.path for u in run.unreadable],
+            )
+        )
+    nothing = [w for w in run.workers if w.recorded_nothing]
+    if nothing:
+        out.append(
+            Caveat(
+                "recorded_nothing",
+                f"{len(nothing)} worker(s) started, recorded nothing: "
+                + _listing([f"{w.role} {w.label}" for w in nothing]),
+                [w.path for w in nothing],
+            )
+        )
+    stale = [w for w in run.workers if w.stale_s is not None]
+    if stale:
+        out.append(
+            Caveat(
+                "stale",
+                f"{len(stale)} worker(s) stopped writing before the run's newest file "
+                "(died or hung; their numbers end there): "
+                + _listing(
+                    [
+                        f"{w.role} {w.label} {fmt_duration(int(w.stale_s * 1e9))} behind"
+                        for w in stale
+                        if w.stale_s is not None
+                    ]
+                ),
+                [w.path for w in stale],
+            )
+        )
+    failing = [w for w in run.workers if w.flush_errors > 0]
+    if failing:
+        out.append(
+            Caveat(
+                "flush_errors",
+                f"{len(failing)} worker(s) had failing writes (their file may be out of date): "
+                + _listing(
+                    [
+                        f"{w.role} {w.label} {w.flush_errors} failed"
+                        + (f" ({w.last_flush_error})" if w.last_flush_error else "")
+                        for w in failing
+                    ]
+                ),
+                [w.path for w in failing],
+            )
+        )
+    folded = [w for w in run.workers if w.folded_entries > 0]
+    if folded:
+        total = sum(w.folded_entries for w in folded)
+        out.append(
+            Caveat(
+                "folded",
+                f'{total:,} phase entries in {len(folded)} worker(s) went to the "(folded)" '
+                "node: their phase tree was full (4096 paths), so new paths were folded "
+                "together — phase names built from data?",
+                [w.path for w in folded],
+            )
+        )
+    overflow = [w for w in run.workers if w.depth_overflow > 0]
+    if overflow:
+        out.append(
+            Caveat(
+                "depth_overflow",
+                f"{len(overflow)} worker(s) nested phases deeper than the recorder's limit; "
+                "the deepest entries were not recorded",
+                [w.path for w in overflow],
+            )
+        )
+    refused = [w for w in run.workers if w.counters_refused > 0]
+    if refused:
+        total = sum(w.counters_refused for w in refused)
+        out.append(
+            Caveat(
+                "counters_refused",
+                f"{total:,} count() call(s) in {len(refused)} worker(s) were refused: a thread "
+                "used more than 65,536 counters (counter names built from data?)",
+                [w.path for w in refused],
+            )
+        )
+    no_signal = [w for w in run.workers if not w.signal_flush]
+    if no_signal:
+        out.append(
+            Caveat(
+                "no_signal_flush",
+                f"{len(no_signal)} worker(s) built their profiler outside the main thread, so "
+                "SIGTERM/SIGUSR1/SIGHUP could not flush them: "
+                + _listing([f"{w.role} {w.label}" for w in no_signal]),
+                [w.path for w in no_signal],
+            )
+        )
+    for a in run.superseded:
+        when = f", started {fmt_utc(a.start_time)}" if a.start_time is not None else ""
+        out.append(
+            Caveat(
+                "superseded_attempt",
+                f"superseded attempt {a.run_id} ({a.workers} worker file(s){when}) "
+                "is not merged; this report is the newest attempt",
+            )
+        )
+    if run.workers and not any(w.final for w in run.workers):
+        out.append(
+            Caveat(
+                "live",
+                "no worker has closed: the run is live or was killed; numbers stop at each "
+                "worker's last write",
+            )
+        )
+    still_open = [w for w in run.workers if any(s.open for s in w.tree.values())]
+    if still_open:
+        entries = sum(s.open for w in still_open for s in w.tree.values() if not s.thread_node)
+        out.append(
+            Caveat(
+                "open_entries",
+                f"{entries:,} phase entries in {len(still_open)} worker(s) were still open at "
+                "their last write: their time so far is counted, their wait and percentiles "
+                "are not",
+                [w.path for w in still_open],
+            )
+        )
+    return out

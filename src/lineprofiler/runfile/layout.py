@@ -1,0 +1,51 @@
+"""Where a run's files live and what they are called: the one place that names them.
+
+A run directory holds ``workers/<host>/w_<run_id>_<pid>_<uuid8>.json`` per process (plus the
+sampler's ``.samples``/``.tags`` sidecars beside it), ``metadata.json`` and ``backend/``. The
+schema version and the limits are the C++ recorder's own (``_core``), never copied.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lineprofiler import _core
+
+# Environment variables an enabled profiler exports to its children (and a user may set).
+ENV_PROFILE = "LINEPROFILER_PROFILE"
+ENV_RUN_DIR = "LINEPROFILER_RUN_DIR"
+ENV_RUN_ID = "LINEPROFILER_RUN_ID"
+ENV_ROLE = "LINEPROFILER_ROLE"
+# The run-level variables a profiler exports (and its close() restores).
+RUN_ENV_KEYS = (ENV_PROFILE, ENV_RUN_DIR, ENV_RUN_ID)
+
+WORKER_FORMAT = "lineprofiler-worker"
+WORKER_SCHEMA_VERSION: int = _core.WORKER_SCHEMA_VERSION
+MAX_PATHS: int = _core.MAX_PATHS  # paths per thread before new ones fold into "(folded)"
+MAX_DEPTH: int = _core.MAX_DEPTH  # nesting beyond this is counted in depth_overflow
+
+WORKERS_DIR = "workers"
+SAMPLES_SUFFIX = ".samples"
+TAGS_SUFFIX = ".tags"
+
+
+def worker_path(run_dir: Path, host: str, run_id: str, pid: int, uid8: str) -> Path:
+    """``<run_dir>/workers/<host>/w_<run>_<pid>_<uuid8>.json``."""
+    return run_dir / WORKERS_DIR / host / f"w_{run_id}_{pid}_{uid8}.json"
+
+
+def worker_files(run_dir: Path) -> list[Path]:
+    """The run's worker files, ``workers/<host>/w_*.json``, sorted."""
+    return sorted(p for p in run_dir.glob(f"{WORKERS_DIR}/*/w_*.json") if p.is_file())
+
+
+def run_id_from_name(name: str) -> str | None:
+    """The run id in a worker file's name ``w_<run_id>_<pid>_<uuid8>.json``, or None."""
+    stem = name[2:-5] if name.startswith("w_") and name.endswith(".json") else ""
+    parts = stem.rsplit("_", 2)
+    return parts[0] if len(parts) == 3 and parts[0] else None
+
+
+def samples_path(worker_file: Path) -> Path:
+    """The sampler's row file beside a worker file."""
+    return worker_file.with_suffix(SAMPLES_SUFFIX)

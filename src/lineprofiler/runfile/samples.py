@@ -1,0 +1,84 @@
+"""The sampler's sidecars: ``w_<...>.samples`` (fixed-width binary rows) and ``w_<...>.tags``.
+
+The row layout is lp_core's (``src/cpp/lp_core/sampler.h``), taken from ``_core`` rather than
+copied; the format is described in docs/worker-file.md.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from array import array
+from dataclasses import dataclass
+from pathlib import Path
+
+from lineprofiler import _core
+
+MAGIC: bytes = _core.SAMPLES_MAGIC
+VERSION: int = _core.SAMPLES_VERSION
+HEADER_BYTES: int = _core.SAMPLES_HEADER_BYTES
+BASE_WORDS: int = _core.SAMPLE_BASE_WORDS
+GPU_PID_ABSENT: int = _core.GPU_PID_ABSENT
+# Row words (lp_core/sampler.h: SampleWord); GPU k adds BASE_WORDS + 2k (busy %) and + 2k + 1
+# (this pid's SM %).
+_W = _core.SAMPLE_WORDS
+W_T, W_DT, W_TAG, W_FLAGS = _W["time_unix_ns"], _W["dt_ns"], _W["tag"], _W["flags"]
+W_RB, W_WB = _W["read_bytes"], _W["write_bytes"]
+W_RC, W_WC = _W["read_chars"], _W["write_chars"]
+W_RSS, W_CUDA_ALLOC, W_CUDA_RES = _W["rss_bytes"], _W["cuda_alloc"], _W["cuda_reserved"]
+W_OWN_WB = _W["own_write_bytes"]
+_F = _core.SAMPLE_FLAGS
+F_IO, F_RSS, F_CUDA, F_GPU = _F["io"], _F["rss"], _F["cuda"], _F["gpu"]
+
+NO_PHASE: tuple[str, ...] = ()  # tag 0: no phase was open when the interval began
+
+
+class SamplesError(Exception):
+    """A sidecar that cannot be used (the worker's resource rows are then missing)."""
+
+
+@dataclass
+class SampleTable:
+    """One worker's rows as columns (``array('q')`` each)."""
+
+    pid: int
+    interval_ns: int
+    n_gpu: int
+    start_unix_ns: int
+    rows: int
+    cols: list[array]
+
+
+def read_samples(path: Path) -> SampleTable:
+    """Reads a ``.samples`` sidecar; a trailing partial row (a write cut by a kill) is ignored."""
+    data = Path(path).read_bytes()
+    if len(data) < HEADER_BYTES or data[:8] != MAGIC:
+        raise SamplesError(f"{Path(path).name}: not a samples file")
+    version, hb, words, n_gpu = (int.from_bytes(data[o : o + 4], "little") for o in (8, 12, 16, 20))
+    if version != VERSION or hb < HEADER_BYTES or words != BASE_WORDS + 2 * n_gpu:
+        raise SamplesError(f"{Path(path).name}: unsupported samples layout (version {version})")
+    interval_ns, pid, start = (int.from_bytes(data[o : o + 8], "little") for o in (24, 32, 40))
+    rows = (len(data) - hb) // (8 * words)
+    body = array("q")
+    body.frombytes(memoryview(data)[hb : hb + rows * 8 * words])
+    del data
+    if sys.byteorder == "big":
+        body.byteswap()
+    cols = [body[k::words] for k in range(words)]
+    return SampleTable(pid, interval_ns, n_gpu, start, rows, cols)
+
+
+def read_tags(path: Path) -> dict[int, tuple[str, ...]]:
+    """Tag id -> phase path, from a ``.tags`` file (lines ``[id, [names...]]``)."""
+    tags: dict[int, tuple[str, ...]] = {0: NO_PHASE}
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return tags
+    for line in text.splitlines():
+        try:
+            tid, names = json.loads(line)
+            tags[int(tid)] = tuple(str(n) for n in names)
+        except (ValueError, TypeError):
+            continue  # a line cut by a kill
+    return tags
