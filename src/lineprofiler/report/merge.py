@@ -64,6 +64,21 @@ def _add_copy(tree: dict[Path_, MergedPhase], path: Path_, stats: PhaseStats) ->
     have.add(stats)
 
 
+# A file cannot have been written after it was last modified: a written_at beyond its mtime by
+# more than the clock skew between a node and the file server is not believed (it would stretch
+# the run's Runtime and make every other worker look stale).
+MTIME_SLACK_S = 600.0
+
+
+def _bound_written_at(w: Worker, f: Path) -> None:
+    try:
+        limit = f.stat().st_mtime + MTIME_SLACK_S
+    except OSError:
+        return
+    if w.written_at > limit:
+        w.written_at = max(w.start_time, limit)
+
+
 # -- the merge --
 
 
@@ -102,6 +117,7 @@ def merge_run(
             except WorkerFileError as exc:
                 unreadable.setdefault(run_id, []).append(Unreadable(rel, str(exc)))
                 continue
+            _bound_written_at(w, f)
             workers.setdefault(w.run_id or run_id, []).append(w)
             if with_samples:
                 # read below, once the attempt is chosen; keep the small keys, not the phases

@@ -22,6 +22,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from lineprofiler.report.model import MergedPhase, MergedRun, Path_, Role, Worker
+from lineprofiler.report.units import path_label
 
 DEFAULT_TOP = 10
 STRAGGLER_PHASES = 3
@@ -46,7 +47,7 @@ class PhaseRow:
 
     @property
     def name(self) -> str:
-        return "/".join(self.path) if self.path else "(no phase open)"
+        return path_label(self.path, self.stats.synthetic)
 
     def q(self, quantile: float) -> float | None:
         if self.stats.thread_node or self.stats.calls == 0:

@@ -18,12 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from lineprofiler.runfile.layout import WORKER_FORMAT, WORKER_SCHEMA_VERSION
+from lineprofiler.runfile.safe_read import UnsafeFile, read_regular
 from lineprofiler.runfile.stats import PhaseStats
 
 Path_ = tuple[str, ...]
 
 _MAX_NS = 2**63 - 1  # ~292 years: any count or time above is corrupt
+FOLDED_NAME = "(folded)"  # the node a full tree folds new paths into (lp_core/recorder.cpp)
 _FUTURE_SLACK_S = 86400.0  # clock skew between the nodes and the machine reading the run
+# What one worker file may cost the reader: a thread's tree is at most 4,096 paths (~1 MB of
+# JSON), so this is hundreds of full trees; parsing takes ~10x the file's size in memory.
+MAX_WORKER_BYTES = 256 << 20
 
 
 class WorkerFileError(Exception):
@@ -85,10 +90,12 @@ class Worker:
 
 
 def load_worker_doc(path: Path) -> dict[str, Any]:
+    """Parses a worker file: a regular file (not a link, a FIFO or a device) of at most
+    MAX_WORKER_BYTES, holding a JSON object of this format and schema version."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise WorkerFileError(f"cannot read it ({exc.strerror or exc})") from None
+        data = read_regular(path, MAX_WORKER_BYTES)
+    except UnsafeFile as exc:
+        raise WorkerFileError(f"cannot read it ({exc})") from None
     if not data.strip():
         raise WorkerFileError("empty file (the process died before its first write completed)")
     try:
@@ -104,6 +111,8 @@ def load_worker_doc(path: Path) -> dict[str, Any]:
         ) from None
     except RecursionError:
         raise WorkerFileError("not a worker file (nested too deeply)") from None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        raise WorkerFileError(f"not a worker file ({str(exc)[:80]})") from None
     if not isinstance(doc, dict):
         raise WorkerFileError(f"not a worker file (a JSON {type(doc).__name__}, not an object)")
     if doc.get("format", WORKER_FORMAT) != WORKER_FORMAT:
@@ -279,7 +288,8 @@ def _read_threads(
         if not isinstance(thread, dict):
             raise WorkerFileError(f"threads[{i}] is {type(thread).__name__}, not an object")
         where = f"thread {thread.get('name') or i}"
-        folded += _int(thread.get("folded_entries", 0), f"{where}: folded_entries")
+        thread_folded = _int(thread.get("folded_entries", 0), f"{where}: folded_entries")
+        folded += thread_folded
         overflow += _int(thread.get("depth_overflow", 0), f"{where}: depth_overflow")
         phases = thread.get("phases", [])
         if not isinstance(phases, list):
@@ -290,6 +300,8 @@ def _read_threads(
         for rec in phases:
             path, stats = _phase(rec, where, lifetime_ns)
             stats.thread_node = thread_names and not path
+            # where the thread's tree was full, its top-level "(folded)" is the recorder's node
+            stats.synthetic = thread_folded > 0 and path == (FOLDED_NAME,)
             _add(tree, prefix + path, stats)
             if thread_names and len(path) == 1:
                 node = PhaseStats(
