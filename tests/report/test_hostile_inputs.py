@@ -112,7 +112,7 @@ def test_sidecar_bombs_cost_that_worker_its_samples_only(tmp_path, real_run, bom
     assert proc.returncode == 0
     assert "Runtime" in proc.stdout  # the phases are all there
     if bomb != "deep_tags":
-        assert f.name in one_line(proc.stdout)  # named under CAVEATS
+        assert samples.name in one_line(proc.stdout)  # named under CAVEATS
         assert "resource samples of learner" in one_line(proc.stdout)
 
 
@@ -189,7 +189,7 @@ def test_names_reach_the_terminal_escaped(tmp_path):
         assert "\\x1b[2J" in out and "\\u202e" in out
         # the forged block is one escaped line, not a CAVEATS block of its own
         assert out.count("CAVEATS\n") <= 1
-        assert "x\\n\\nCAVEATS\\n" in out
+        assert "\\n\\nCAVEATS\\n" in out  # the role, escaped on its own line
 
 
 def test_terminal_safe_leaves_ordinary_names_alone_and_escapes_the_rest():
@@ -215,9 +215,10 @@ LOOKALIKES = """
 def test_user_names_never_pass_for_synthetic_nodes_or_nesting(tmp_path):
     run_python(LOOKALIKES, cwd=tmp_path)
     out = cli(tmp_path, "report", "run", "--top", "20").stdout
-    names = [line.split()[0] for line in out.splitlines() if line and not line[0].isspace()]
+    names = {line.split("  ")[0] for line in out.splitlines()}
     assert '"(folded)"' in names and '"(no phase open)"' in names
     assert '"a/b"' in names and "a/b" in names  # the name with a slash, and the nesting
+    assert "(folded)" not in names and "(no phase open)" not in names
 
 
 def test_a_written_at_far_in_the_future_does_not_stretch_runtime(tmp_path, real_run):

@@ -207,6 +207,8 @@ def read_worker_samples(
     side = Path(file_path).with_name(name)
     try:
         table = read_samples(side)
+        if table.rows == 0:  # only its header, or a first row cut short: what SIGKILL leaves
+            raise SamplesError(f"{side.name}: no complete row")
     except (OSError, SamplesError) as exc:
         if _count(status.get("rows")) > 0:
             res.caveats.append(

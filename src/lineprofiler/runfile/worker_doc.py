@@ -10,7 +10,6 @@ A document that cannot be used raises ``WorkerFileError`` whose message is the r
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -137,7 +136,8 @@ def _int(value: Any, what: str, lo: int = 0, hi: int = _MAX_NS) -> int:
 def _num(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise WorkerFileError(f"{what} is {type(value).__name__} {_short(value)}, not a number")
-    if not math.isfinite(value) or value < 0 or value > 1e11:
+    # (an int is compared as it is: one beyond a float's range must not raise OverflowError)
+    if not (0 <= value <= 10**11 if isinstance(value, int) else 0 <= value <= 1e11):
         raise WorkerFileError(f"{what} = {value} is not a plausible Unix time")
     return float(value)
 
@@ -316,7 +316,7 @@ def _read_threads(
 
 
 def _interval(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1e9:
         return float(value)
     return None
 
