@@ -1,4 +1,4 @@
-"""The ``lineprofiler`` command: ``report``, ``compare`` and ``run``.
+"""The ``lineprofiler`` command: ``report``, ``compare``, ``reduce`` and ``run``.
 
 Each subcommand lives in its own module exposing ``HELP``, ``add_arguments(parser)`` and
 ``main(args) -> int``; this file only dispatches.
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 COMMANDS: dict[str, str] = {
     "report": "lineprofiler.report.cli_report",
     "compare": "lineprofiler.report.cli_compare",
+    "reduce": "lineprofiler.report.cli_reduce",
     "run": "lineprofiler.line.cli_run",
 }
 

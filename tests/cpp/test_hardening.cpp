@@ -208,3 +208,30 @@ TEST_CASE("the run directory itself may be a symlink; files are 0640 at most") {
   CHECK(text.find("\"late_flush_error\":\"" + std::string(lp::kLateFlushErrorWidth, ' ') + "\"") !=
         std::string::npos);
 }
+
+TEST_CASE("the recorder's (folded) node is marked synthetic; a phase named (folded) is not") {
+  lp::Recorder rec(lp::RecorderOptions{false});
+  std::thread t([&rec] {
+    lp::ThreadState* ts = rec.register_thread("w");
+    int token;
+    ts->enter(id("(folded)"), &token);  // the user's own phase of that name
+    ts->exit(&token);
+    for (uint32_t i = 0; i < lp::kMaxNodes + 5; ++i) {
+      ts->enter(id(("p" + std::to_string(i)).c_str()), &token);
+      ts->exit(&token);
+    }
+  });
+  t.join();  // exited: its tree is in the record of its name, the flag kept
+  auto snap = rec.snapshot();
+  REQUIRE(snap.size() == 1);
+  REQUIRE(snap[0].exited_threads == 1);
+  int synthetic = 0, users = 0;
+  for (const auto& n : snap[0].nodes) {
+    if (n.name_id != id("(folded)") || n.parent != lp::kRootNode || n.index == 0) continue;
+    (n.synthetic ? synthetic : users) += 1;
+    if (!n.synthetic) CHECK(n.calls == 1);
+  }
+  CHECK(synthetic == 1);
+  CHECK(users == 1);
+  CHECK(snap[0].folded_entries > 0);
+}

@@ -217,21 +217,53 @@ def _bad_docs() -> list[tuple[str, object, str]]:
     return [
         ("truncated", json.dumps(good)[:-40], "truncated"),
         ("not_json", "this is not json at all\n{", "not JSON"),
-        ("binary", b"\x89PNG\r\n\x1a\n\x00\x00", "not UTF-8"),
+        ("binary", b"\x89PNG\r\n\x1a\n\x00\x00", "not JSON"),
+        ("bad_utf8", b'{"format": "\xff\xfe"}', "not UTF-8"),
         ("other_schema", mutate(lambda d: d.update(schema_version=2)), "schema_version 2"),
         ("not_an_object", "[1, 2, 3]", "not an object"),
-        ("string_calls", mutate(lambda d: phase(d).update(calls="12")), "calls is str"),
-        ("float_wall", mutate(lambda d: phase(d).update(wall_ns=1.5)), "wall_ns is float"),
-        ("negative", mutate(lambda d: phase(d).update(calls=-4)), "out of range"),
-        ("absurd_wall", mutate(lambda d: phase(d).update(wall_ns=10**30)), "out of range"),
+        (
+            "string_calls",
+            mutate(lambda d: phase(d).update(calls="12")),
+            "got `str` - at `$.threads[0].phases[0].calls`",
+        ),
+        (
+            "float_wall",
+            mutate(lambda d: phase(d).update(wall_ns=1.5)),
+            "got `float` - at `$.threads[0].phases[0].wall_ns`",
+        ),
+        (
+            "negative",
+            mutate(lambda d: phase(d).update(calls=-4)),
+            "`int` >= 0 - at `$.threads[0].phases[0].calls`",
+        ),
+        (
+            "absurd_wall",
+            mutate(lambda d: phase(d).update(wall_ns=10**19)),
+            "<= 9223372036854775807 - at",
+        ),
+        ("huge_wall", mutate(lambda d: phase(d).update(wall_ns=10**30)), "<= 9223372036854775807"),
         ("longer_than_life", mutate(lambda d: phase(d).update(wall_ns=10**15)), "lived"),
-        ("bad_bucket", mutate(lambda d: phase(d).update(hist=[[9000, 1]])), "hist bucket"),
-        ("bad_path", mutate(lambda d: phase(d).update(path="x")), "not a list of names"),
-        ("no_meta", mutate(lambda d: d.pop("meta")), "no meta"),
-        ("nan_time", mutate(lambda d: d.update(written_at=float("nan"))), "not a plausible"),
+        (
+            "bad_bucket",
+            mutate(lambda d: phase(d).update(hist=[[9000, 1]])),
+            "<= 511 - at `$.threads[0].phases[0].hist[0][0]`",
+        ),
+        (
+            "bad_path",
+            mutate(lambda d: phase(d).update(path="x")),
+            "got `str` - at `$.threads[0].phases[0].path`",
+        ),
+        ("no_meta", mutate(lambda d: d.pop("meta")), "missing required field `meta`"),
+        # NaN is not JSON: the strict parser names it (never read as a time)
+        ("nan_time", mutate(lambda d: d.update(written_at=float("nan"))), "not JSON"),
+        ("inf_time", mutate(lambda d: d.update(written_at=1e300)), "at `$.written_at`"),
         ("future", mutate(lambda d: d.update(written_at=9e9)), "in the future"),
-        ("threads_dict", mutate(lambda d: d.update(threads={})), "threads is dict"),
-        ("counter_float", mutate(lambda d: phase(d).update(counters={"n": 0.5})), "counter 'n'"),
+        ("threads_dict", mutate(lambda d: d.update(threads={})), "got `object` - at `$.threads`"),
+        (
+            "counter_float",
+            mutate(lambda d: phase(d).update(counters={"n": 0.5})),
+            "`float` - at `$.threads[0].phases[0].counters",
+        ),
     ]
 
 

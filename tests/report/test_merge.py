@@ -214,7 +214,9 @@ def test_no_samples_never_calls_the_sample_readers(tmp_path, monkeypatch):
     monkeypatch.setattr(resources, "finish_samples", lambda run: calls.append(("finish", "")))
     d = tmp_path / "run"
     write_worker(d, worker_doc(role="a", pid=1, run_id="20261201T0000-000000", start_time=T0 - 9))
-    write_worker(d, worker_doc(role="a", pid=2, threads=[Ph(("x",), [MS])]))
+    doc = worker_doc(role="a", pid=2, threads=[Ph(("x",), [MS])])
+    doc["samples"] = {"file": None, "rows": 0}  # a worker whose sampler ran
+    write_worker(d, doc)
     merge_run(d, with_samples=False)
     assert calls == []
     merge_run(d)
@@ -231,3 +233,34 @@ def test_open_entries_and_live_run_are_caveats(tmp_path):
     assert run.tree[("train",)].wall_ns == MS  # but not as a completed entry
     kinds = {c.kind: c for c in run.caveats}
     assert "live" in kinds and kinds["open_entries"].message.startswith("1 phase entries")
+
+
+def test_folding_in_several_processes_gives_the_same_run(tmp_path):
+    # Workers whose paths appear in different orders, so the partials number paths differently
+    # and adding them remaps each worker's per-path times.
+    d = tmp_path / "run"
+    for k in range(9):
+        names = [("a",), ("b",), ("a", "x"), ("c",)]
+        mine = names[k % 4 :] + names[: k % 4]
+        phases = [Ph(p, [(1 + k) * MS] * (1 + len(p)), counters={"n": k}) for p in mine]
+        write_worker(d, worker_doc(role="r", pid=100 + k, rank=k, threads=phases))
+    from lineprofiler.report.json import to_document
+
+    one, three = merge_run(d, jobs=1), merge_run(d, jobs=3)
+    assert to_document(one) == to_document(three)
+    # the straggler view's per-process times are each worker's own: worker k entered ("a", "x")
+    # three times, (1 + k) ms each
+    role = three.roles["r"]
+    got = {w.rank: role.worker_time_ns(i, ("a", "x")) for i, w in enumerate(role.workers)}
+    assert got == {k: 3 * (1 + k) * MS for k in range(9)}
+    assert role.worker_time_ns(0, ("never",)) == 0
+
+
+def test_a_worker_tree_is_read_again_from_its_file(tmp_path):
+    d = tmp_path / "run"
+    write_worker(
+        d, worker_doc(role="a", pid=1, threads=[Ph(("x",), [MS, MS]), Ph(("x", "y"), [MS])])
+    )
+    (w,) = merge_run(d).workers
+    assert w.tree[("x",)].calls == 2 and w.tree[("x", "y")].calls == 1
+    assert w.busy_ns == 2 * MS and w.paths == 2 and not w.recorded_nothing

@@ -50,6 +50,24 @@ def _times(n):
     return [T0_NS + (i + 1) * S for i in range(n)], [S] * n
 
 
+def test_rate_and_peak_are_the_runs_throughput_in_one_second_bins(tmp_path):
+    # Two processes write 10 MB in each of the same 3 seconds; a third writes 30 MB in one other
+    # second. The run moved bytes in 4 seconds: 90 MB / 4 s, and its busiest second is 30 MB.
+    run = tmp_path / "run"
+    for pid in (21, 22):
+        doc, path = _worker(run, "actor", pid)
+        t, dt = _times(3)
+        attach_samples(doc, path, {W_T: t, W_DT: dt, W_FLAGS: [F_IO] * 3, W_WB: [10 * MB] * 3}, 3)
+    doc, path = _worker(run, "learner", 23)
+    t, dt = _times(5)
+    attach_samples(doc, path, {W_T: t, W_DT: dt, W_FLAGS: [F_IO] * 5, W_WB: [0] * 4 + [30 * MB]}, 5)
+    io = to_document(merge_run(run))["resources"]["io"]
+    assert io["write_bytes_per_s"] == pytest.approx(90 * MB / 4)
+    assert io["write_peak_bytes_per_s"] == 30 * MB
+    assert io["write_peak_bytes_per_s"] >= io["write_bytes_per_s"]
+    assert io["read_bytes_per_s"] is None and io["read_peak_bytes_per_s"] is None
+
+
 def test_io_memory_blocks_from_known_columns(tmp_path):
     run = tmp_path / "run"
     # actor: 10 one-second intervals
@@ -117,7 +135,7 @@ def test_io_memory_blocks_from_known_columns(tmp_path):
     assert "peak 40.0 MB/s" in text
     # the sparkline spans the run (10 minutes), the writes sit in its first column
     spark = next(line for line in text.splitlines() if line.startswith("  write "))
-    assert spark.startswith("  write █ ") and len(doc_json["io"]["write_sparkline_bytes"]) == 40
+    assert spark.startswith("  write █") and len(doc_json["io"]["write_sparkline_bytes"]) == 40
     assert "LEARNER                 x1  max     2.0 GB" in text
     assert any(c.kind == "io_dropped" for c in merged.caveats)
     assert "GPU" not in text.split("CAVEATS")[0].split("MEMORY")[1]

@@ -69,6 +69,19 @@ void add_node(NodeSnapshot& into, const NodeSnapshot& from) {
 
 }  // namespace
 
+uint32_t FinishedThreads::folded_node(Record& r) {
+  if (r.folded_node == 0) {
+    r.folded_node = uint32_t(r.snap.nodes.size());
+    NodeSnapshot folded;
+    folded.index = r.folded_node;
+    folded.parent = kRootNode;
+    folded.name_id = NameTable::instance().intern("(folded)");
+    folded.synthetic = true;
+    r.snap.nodes.push_back(std::move(folded));
+  }
+  return r.folded_node;
+}
+
 uint32_t FinishedThreads::node_for(Record& r, uint32_t parent, uint32_t name_id, uint64_t calls) {
   auto it = r.child.find({parent, name_id});
   if (it != r.child.end()) return it->second;
@@ -76,15 +89,7 @@ uint32_t FinishedThreads::node_for(Record& r, uint32_t parent, uint32_t name_id,
   if (parent == r.folded_node && r.folded_node != 0) return r.folded_node;
   if (nodes.size() >= kMaxNodes) {  // full, like a live tree: new paths share "(folded)"
     r.snap.folded_entries = add_sat(r.snap.folded_entries, calls);
-    if (r.folded_node == 0) {
-      r.folded_node = uint32_t(nodes.size());
-      NodeSnapshot folded;
-      folded.index = r.folded_node;
-      folded.parent = kRootNode;
-      folded.name_id = NameTable::instance().intern("(folded)");
-      nodes.push_back(std::move(folded));
-    }
-    return r.folded_node;
+    return folded_node(r);
   }
   uint32_t index = uint32_t(nodes.size());
   NodeSnapshot n;
@@ -122,7 +127,9 @@ void FinishedThreads::fold(const ThreadSnapshot& t) {
   for (size_t i = 0; i < t.nodes.size(); ++i) {
     const NodeSnapshot& n = t.nodes[i];
     uint32_t into = kRootNode;
-    if (i != kRootNode) {
+    if (n.synthetic) {  // the thread's own "(folded)": the record's, never a phase's
+      into = folded_node(r);
+    } else if (i != kRootNode) {
       uint32_t parent = n.parent < i ? mapped[n.parent] : kRootNode;
       into = node_for(r, parent, n.name_id, n.calls);
     }

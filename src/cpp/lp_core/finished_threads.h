@@ -38,6 +38,7 @@ class FinishedThreads {
     uint32_t folded_node = 0;                                 // "(folded)", created when needed
   };
   uint32_t node_for(Record& r, uint32_t parent, uint32_t name_id, uint64_t calls);
+  uint32_t folded_node(Record& r);  // the record's "(folded)" node, made on first use
 
   std::vector<Record> records_;
   std::map<std::string, size_t> by_name_;

@@ -297,6 +297,7 @@ std::vector<ThreadSnapshot> Recorder::snapshot_of(const std::vector<ThreadState*
       s.index = i;
       s.parent = n.parent;
       s.name_id = n.name_id;
+      s.synthetic = i != kRootNode && i == ts->folded_node_;
       s.calls = n.calls.load(std::memory_order_relaxed);
       s.wall_ns = n.wall_ns.load(std::memory_order_relaxed);
       s.cpu_ns = n.cpu_ns.load(std::memory_order_relaxed);

@@ -304,6 +304,7 @@ struct NodeSnapshot {
   std::vector<std::pair<uint16_t, uint64_t>> hist;     // sparse (bucket, count)
   std::vector<std::pair<uint32_t, int64_t>> counters;  // (name id, value)
   std::vector<uint32_t> saturated;                     // name ids of counters that saturated
+  bool synthetic = false;  // the "(folded)" node a full tree made, not a phase of that name
   uint64_t io_calls = 0, io_failed = 0, io_read_bytes = 0, io_write_bytes = 0, io_rchar = 0,
            io_wchar = 0;
 };

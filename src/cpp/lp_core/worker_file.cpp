@@ -88,6 +88,7 @@ void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<
     } else {
       out.append("null");
     }
+    if (n.synthetic) out.append(",\"synthetic\":true");  // the recorder's own "(folded)" node
     if (n.sample_every > 1) {  // values above are already scaled: an estimate, not a measurement
       out.append(",\"sample_every\":");
       append_json_uint(out, n.sample_every);

@@ -30,7 +30,7 @@ from lineprofiler.runfile.layout import (
     worker_path,
 )
 from lineprofiler.runfile.stats import PhaseStats
-from lineprofiler.runfile.worker_doc import tree_of
+from lineprofiler.runfile.worker_doc import tree_of_json
 
 DEFAULT_RUN_DIR = "profile"
 DEFAULT_ROLE = "main"
@@ -279,7 +279,7 @@ class Profiler(_core.PhaseFront):
         """This process's cumulative tree so far, summed over threads, keyed by path."""
         if self._rec is None:
             return {}
-        return tree_of(json.loads(self._rec.snapshot_json()), self.thread_names)
+        return tree_of_json(self._rec.snapshot_json(), self.thread_names)
 
     def on_snapshot(self, callback: SnapshotCallback) -> SnapshotCallback:
         """Calls ``callback(tree)`` after each periodic worker-file write (a decorator).

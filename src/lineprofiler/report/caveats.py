@@ -135,9 +135,9 @@ def run_caveats(run: MergedRun) -> list[Caveat]:
                 "worker's last write",
             )
         )
-    still_open = [w for w in run.workers if any(s.open for s in w.tree.values())]
+    still_open = [w for w in run.workers if w.open_entries]
     if still_open:
-        entries = sum(s.open for w in still_open for s in w.tree.values() if not s.thread_node)
+        entries = sum(w.open_entries for w in still_open)
         out.append(
             Caveat(
                 "open_entries",

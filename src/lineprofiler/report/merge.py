@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from lineprofiler.report import resources
 from lineprofiler.report.caveats import run_caveats
-from lineprofiler.report.model import Attempt, MergedPhase, MergedRun, Path_, Role, Unreadable
-from lineprofiler.runfile.layout import run_id_from_name, worker_files
-from lineprofiler.runfile.stats import PhaseStats
-from lineprofiler.runfile.worker_doc import Worker, WorkerFileError, load_worker_doc, read_worker
+from lineprofiler.report.fold import Folded, Partial
+from lineprofiler.report.model import Attempt, MergedPhase, MergedRun, Path_, Role
+from lineprofiler.report.parallel import fold_run
+from lineprofiler.report.reduce import load_host
+from lineprofiler.runfile.layout import worker_files
+from lineprofiler.runfile.summary import SUMMARIES_DIR
+from lineprofiler.runfile.worker_doc import Worker
 
 # A worker not yet closed is stale when its last write is this much older than the run's newest
 # file: STALE_MIN_S, or STALE_INTERVALS snapshot intervals if that is longer.
@@ -33,7 +35,7 @@ class RunError(Exception):
     """The directory cannot be reported at all (missing, empty, not a run, nothing readable)."""
 
 
-def _check_run_dir(run_dir: Path) -> list[Path]:
+def check_run_dir(run_dir: Path) -> list[Path]:
     if not run_dir.exists():
         raise RunError(f"{run_dir}: no such directory")
     if not run_dir.is_dir():
@@ -57,28 +59,6 @@ def _check_run_dir(run_dir: Path) -> list[Path]:
     raise RunError(f"{run_dir}: not a lineprofiler run (no workers/<host>/w_*.json inside){hint}")
 
 
-def _add_copy(tree: dict[Path_, MergedPhase], path: Path_, stats: PhaseStats) -> None:
-    have = tree.get(path)
-    if have is None:
-        have = tree[path] = MergedPhase()
-    have.add(stats)
-
-
-# A file cannot have been written after it was last modified: a written_at beyond its mtime by
-# more than the clock skew between a node and the file server is not believed (it would stretch
-# the run's Runtime and make every other worker look stale).
-MTIME_SLACK_S = 600.0
-
-
-def _bound_written_at(w: Worker, f: Path) -> None:
-    try:
-        limit = f.stat().st_mtime + MTIME_SLACK_S
-    except OSError:
-        return
-    if w.written_at > limit:
-        w.written_at = max(w.start_time, limit)
-
-
 # -- the merge --
 
 
@@ -86,90 +66,81 @@ def merge_run(
     run_dir: str | os.PathLike[str],
     with_samples: bool = True,
     attempt: str | None = None,
+    jobs: int | None = None,
 ) -> MergedRun:
     """Merges the newest attempt (or ``attempt``, a run id) of a run directory.
 
-    ``with_samples=False`` reads phases only: resource samples are never loaded. Raises
-    ``RunError`` when the directory is missing, empty, not a run, or holds no usable worker
-    file; a single unusable file is listed in ``run.unreadable`` instead.
+    ``with_samples=False`` reads phases only: resource samples are never loaded. ``jobs``: how
+    many processes fold the worker files (default: ``$LINEPROFILER_REPORT_JOBS``, else one per
+    CPU for large runs; 1 folds in this process). Raises ``RunError`` when the directory is
+    missing, empty, not a run, or holds no usable worker file; a single unusable file is listed
+    in ``run.unreadable`` instead.
     """
     root = Path(os.fspath(run_dir))
-    files = _check_run_dir(root)
-
-    # Group by attempt from the file names (w_<run_id>_<pid>_<uuid8>.json); every file is parsed,
-    # since an attempt's start (which picks the newest) is its workers' earliest start.
-    by_attempt: dict[str, list[Path]] = {}
-    for f in files:
-        by_attempt.setdefault(run_id_from_name(f.name) or "", []).append(f)
-    if attempt is not None and attempt not in by_attempt:
-        known = ", ".join(sorted(k for k in by_attempt if k)) or "none"
+    files = check_run_dir(root)
+    folded = _fold(root, files, with_samples, jobs)
+    partials = folded.partials
+    keys = set(partials) | set(folded.unreadable)
+    if attempt is not None and attempt not in keys:
+        known = ", ".join(sorted(k for k in keys if k)) or "none"
         raise RunError(f"{root}: no attempt {attempt!r} (attempts: {known})")
 
-    workers: dict[str, list[Worker]] = {}
-    unreadable: dict[str, list[Unreadable]] = {}
-    samples_of: dict[int, tuple[dict[str, Any], Path]] = {}
-    for run_id, paths in by_attempt.items():
-        for f in paths:
-            rel = f.relative_to(root).as_posix()
-            try:
-                doc = load_worker_doc(f)
-                w = read_worker(doc, rel)
-            except WorkerFileError as exc:
-                unreadable.setdefault(run_id, []).append(Unreadable(rel, str(exc)))
-                continue
-            _bound_written_at(w, f)
-            workers.setdefault(w.run_id or run_id, []).append(w)
-            if with_samples:
-                # read below, once the attempt is chosen; keep the small keys, not the phases
-                slim = {k: v for k, v in doc.items() if k != "threads"}
-                samples_of[id(w)] = (slim, f)
-            del doc
-
-    chosen = attempt if attempt is not None else _newest(workers)
-    if chosen is None or not workers.get(chosen):
-        bad = [u for us in unreadable.values() for u in us]
+    chosen = attempt if attempt is not None else _newest(partials)
+    if chosen is None or chosen not in partials or not partials[chosen].workers:
+        bad = [u for us in folded.unreadable.values() for u in us]
         detail = "; ".join(f"{u.path}: {u.reason}" for u in bad[:5])
         more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
         raise RunError(f"{root}: no readable worker file ({len(bad)} unreadable: {detail}{more})")
 
-    mine = sorted(
-        workers[chosen],
-        key=lambda w: (w.role, w.host, -1 if w.rank is None else w.rank, w.pid, w.path),
+    part = partials[chosen]
+    folded_workers = sorted(
+        part.workers,
+        key=lambda fw: (
+            fw.worker.role,
+            fw.worker.host,
+            -1 if fw.worker.rank is None else fw.worker.rank,
+            fw.worker.pid,
+            fw.worker.path,
+        ),
     )
     roles: dict[str, Role] = {}
-    tree: dict[Path_, MergedPhase] = {}
-    for w in mine:
+    for fw in folded_workers:
+        w = fw.worker
         role = roles.get(w.role)
         if role is None:
-            role = roles[w.role] = Role(w.role)
+            role = roles[w.role] = Role(w.role, tree=part.roles.get(w.role, {}))
+            role.path_ids = part.paths
         role.workers.append(w)
-        for path, stats in w.tree.items():
-            _add_copy(role.tree, path, stats)
-            _add_copy(tree, path, stats)
+        role.times.append(fw.times)
+    tree: dict[Path_, MergedPhase] = {}
+    for role in roles.values():
+        for path, stats in role.tree.items():
+            have = tree.get(path)
+            if have is None:
+                have = tree[path] = MergedPhase()
+            have.add(stats)
     run = MergedRun(
         run_dir=str(root),
         run_id=chosen,
-        workers=mine,
+        workers=[fw.worker for fw in folded_workers],
         roles=dict(sorted(roles.items())),
         tree=tree,
-        unreadable=sorted(unreadable.get(chosen, []), key=lambda u: u.path),
+        unreadable=sorted(folded.unreadable.get(chosen, []), key=lambda u: u.path),
         with_samples=with_samples,
     )
-    for run_id in sorted(set(workers) | set(unreadable)):
+    for run_id in sorted(keys):
         if run_id == chosen:
             continue
-        ws = workers.get(run_id, [])
-        n = len(ws) + len(unreadable.get(run_id, []))
+        ws = [fw.worker for fw in partials[run_id].workers] if run_id in partials else []
+        n = len(ws) + len(folded.unreadable.get(run_id, []))
         start = min((w.start_time for w in ws), default=None)
         run.superseded.append(Attempt(run_id or "(unnamed)", n, start))
     run.superseded.sort(key=lambda a: (a.start_time or 0.0, a.run_id))
 
     if with_samples:
-        for w in mine:
-            got = samples_of.get(id(w))
-            if got is not None:
-                resources.read_worker_samples(run, w, got[0], got[1])
-        samples_of.clear()
+        for fw in folded_workers:
+            if fw.samples is not None:
+                resources.read_worker_samples(run, fw.worker, fw.samples, Path(fw.worker.file))
         resources.finish_samples(run)
 
     _mark_stale(run)
@@ -177,13 +148,35 @@ def merge_run(
     return run
 
 
-def _newest(workers: dict[str, list[Worker]]) -> str | None:
+def _fold(root: Path, files: list[Path], with_samples: bool, jobs: int | None) -> Folded:
+    """Folds the run: each host from its summary (``lineprofiler reduce``) where one covers that
+    host's files as they are now, the rest from the files."""
+    by_host: dict[str, list[Path]] = {}
+    for f in files:
+        by_host.setdefault(f.parent.name, []).append(f)
+    folded = Folded()
+    rest: list[Path] = []
+    if (root / SUMMARIES_DIR).is_dir():
+        for host, host_files in by_host.items():
+            got = load_host(root, host, host_files)
+            if got is None:
+                rest += host_files
+            else:
+                folded.add(got)
+    else:
+        rest = files
+    if rest:
+        folded.add(fold_run(root, rest, with_samples, jobs))
+    return folded
+
+
+def _newest(partials: dict[str, Partial]) -> str | None:
     """The attempt whose earliest worker started last."""
     best: tuple[float, str] | None = None
-    for run_id, ws in workers.items():
-        if not ws:
+    for run_id, part in partials.items():
+        if not part.workers:
             continue
-        key = (min(w.start_time for w in ws), run_id)
+        key = (min(fw.worker.start_time for fw in part.workers), run_id)
         if best is None or key > best:
             best = key
     return None if best is None else best[1]

@@ -11,6 +11,7 @@ worker's last write. Its *wait* is ``wall_ns - cpu_ns`` over completed entries o
 from __future__ import annotations
 
 import statistics
+from array import array
 from dataclasses import dataclass, field
 
 from lineprofiler.report.resource_model import RunResources
@@ -63,6 +64,16 @@ class Role:
     name: str
     workers: list[Worker] = field(default_factory=list)
     tree: dict[Path_, MergedPhase] = field(default_factory=dict, repr=False)
+    # Each worker's time per path (array('q') indexed by path_ids[path]; parallel to workers,
+    # shorter where the path appeared after the worker was read): what the straggler view needs.
+    times: list[array] = field(default_factory=list, repr=False)
+    path_ids: dict[Path_, int] = field(default_factory=dict, repr=False)
+
+    def worker_time_ns(self, index: int, path: Path_) -> int:
+        """Time of ``workers[index]`` in ``path`` (0 where it never entered it)."""
+        i = self.path_ids.get(path)
+        t = self.times[index] if index < len(self.times) else ()
+        return t[i] if i is not None and i < len(t) else 0
 
     @property
     def processes(self) -> int:

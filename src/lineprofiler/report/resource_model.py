@@ -86,10 +86,10 @@ class RunResources:
     io_source: bool = False
     io: IoTotals = field(default_factory=IoTotals)
     by_tag: dict[tuple[str, ...], IoTotals] = field(default_factory=dict)
-    read_moving_ns: int = 0  # time of intervals in which read_bytes moved
-    cache_moving_ns: int = 0
-    write_moving_ns: int = 0
-    write_per_s: dict[int, int] = field(default_factory=dict)  # Unix second -> write_bytes
+    # Per Unix second of wall time, summed over the run's processes (an interval's bytes land in
+    # the second its interval ended): the basis of both the rate and the peak.
+    read_per_s: dict[int, int] = field(default_factory=dict)  # -> read_bytes
+    write_per_s: dict[int, int] = field(default_factory=dict)  # -> write_bytes
     own_write_bytes: int = 0
     memory: list[ProcessMemory] = field(default_factory=list)
     gpus: dict[tuple[str, int], GpuDevice] = field(default_factory=dict)
@@ -105,7 +105,23 @@ class RunResources:
         return ((t.read_chars + t.write_chars) / total) if t else 0.0
 
     @property
+    def read_bytes_per_s(self) -> float | None:
+        """Disk reads per second of wall time in which any process read (None: none did)."""
+        return _rate(self.read_per_s)
+
+    @property
+    def write_bytes_per_s(self) -> float | None:
+        """Disk writes per second of wall time in which any process wrote (None: none did)."""
+        return _rate(self.write_per_s)
+
+    @property
+    def read_peak_per_s(self) -> int | None:
+        """The busiest second's disk reads, summed over processes (never below the rate)."""
+        return max(self.read_per_s.values(), default=None)
+
+    @property
     def write_peak_per_s(self) -> int | None:
+        """The busiest second's disk writes, summed over processes (never below the rate)."""
         return max(self.write_per_s.values(), default=None)
 
     def sparkline_bins(
@@ -123,3 +139,8 @@ class RunResources:
         for s, b in self.write_per_s.items():
             bins[min(n - 1, (s - lo) * n // span)] += b
         return bins
+
+
+def _rate(per_s: dict[int, int]) -> float | None:
+    moving = [b for b in per_s.values() if b > 0]
+    return sum(moving) / len(moving) if moving else None

@@ -10,7 +10,10 @@ Definitions (the report's I/O, MEMORY and GPU blocks):
 
 - I/O totals sum the rows' deltas (the profiler's own I/O is already excluded by the sampler);
   an interval whose counters could not be read carries no bytes and is counted as dropped.
-- A rate is bytes over the time of the intervals in which that counter moved ("while moving").
+- A rate is bytes per second of wall time in which any of the run's processes moved them: each
+  interval's bytes land in the Unix second its interval ended, summed over processes, and the
+  rate is the mean over the seconds with bytes; the peak is the busiest such second, so it is
+  never below the rate (both in the same terms: the run's throughput).
 - The page-cache layer is ``read_chars - read_bytes`` (clamped at 0).
 - ``(no phase open)`` is tag 0; its share is of all syscall-layer traffic (read + write chars).
 - GPU ``busy``: the time-weighted mean of nvmlDeviceGetUtilizationRates over every row that read
@@ -25,7 +28,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Mapping
 from itertools import compress, repeat
-from operator import and_, eq, gt, le, mul, ne
+from operator import and_, eq, le, mul, ne
 from pathlib import Path
 from typing import Any
 
@@ -89,9 +92,6 @@ def reduce_table(
     rb, wb, rc, wc, dt, tag, ts = c[W_RB], c[W_WB], c[W_RC], c[W_WC], c[W_DT], c[W_TAG], c[W_T]
     res.io.add(sum(rb), sum(wb), sum(rc), sum(wc))
     res.own_write_bytes += sum(c[W_OWN_WB])
-    res.read_moving_ns += sum(compress(dt, rb))
-    res.write_moving_ns += sum(compress(dt, wb))
-    res.cache_moving_ns += sum(compress(dt, map(gt, rc, rb)))
 
     # Per tag: one C-level pass per distinct tag (a handful); a loop only for many tags.
     tag_ids = set(tag)
@@ -128,10 +128,10 @@ def reduce_table(
             tot = res.by_tag[path] = IoTotals()
         tot.add(a, b, r, w)
 
-    wps = res.write_per_s
-    for s, b in zip(compress(ts, wb), compress(wb, wb), strict=True):
-        k = s // 1_000_000_000
-        wps[k] = wps.get(k, 0) + b
+    for col, per_s in ((rb, res.read_per_s), (wb, res.write_per_s)):
+        for s, b in zip(compress(ts, col), compress(col, col), strict=True):
+            k = s // 1_000_000_000
+            per_s[k] = per_s.get(k, 0) + b
 
     # A column counts only where its flag says it was measured (-1 or 0 otherwise: never a peak);
     # no mask when every row has the flag.
@@ -190,10 +190,12 @@ def _count(value: Any) -> int:
 
 
 def read_worker_samples(
-    run: MergedRun, worker: Worker, doc: Mapping[str, Any], file_path: Path
+    run: MergedRun, worker: Worker, status: Mapping[str, Any], file_path: Path
 ) -> None:
-    """Reduces one worker's sidecar into ``run.samples`` (merge_run, with_samples=True)."""
-    status = doc.get("samples")
+    """Reduces one worker's sidecar into ``run.samples`` (merge_run, with_samples=True).
+
+    ``status`` is the worker document's ``samples`` object; ``file_path`` its worker file.
+    """
     if not isinstance(status, dict):
         return  # sampler off for this worker (sample_interval_s=None): no rows, no caveat
     res = _resources(run)

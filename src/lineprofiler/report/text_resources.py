@@ -22,6 +22,10 @@ def fmt_byte_rate(n: int | float | None, ns: int | None) -> str:
     return NA if rate is None else fmt_bytes(int(rate)) + "/s"
 
 
+def _per_s(rate: float | None) -> str:
+    return NA if rate is None else fmt_bytes(int(rate)) + "/s"
+
+
 def _path_name(path: tuple[str, ...]) -> str:
     return path_label(path)
 
@@ -64,19 +68,22 @@ def io_block(view: RunView) -> list[str]:
     out = ["I/O", RULE]
     out.append(
         f"{'Read (from disk)':<30}{fmt_bytes(io.read_bytes):>12}"
-        f"{fmt_byte_rate(io.read_bytes, res.read_moving_ns):>16}"
+        f"{_per_s(res.read_bytes_per_s):>16}   peak {_per_s(res.read_peak_per_s)}"
     )
     out.append(f"{'Read (from page cache)':<30}{fmt_bytes(io.page_cache_bytes):>12}")
     out.append(
         f"{'Write':<30}{fmt_bytes(io.write_bytes):>12}"
-        f"{fmt_byte_rate(io.write_bytes, res.write_moving_ns):>16}"
+        f"{_per_s(res.write_bytes_per_s):>16}   peak {_per_s(res.write_peak_per_s)}"
     )
     bins = res.sparkline_bins(start=view.run.start_time, end=view.run.end_time)
     if bins:
         top = max(bins) or 1
         line = "".join(SPARK[0 if b == 0 else max(1, round(b * 8 / top))] for b in bins)
-        peak = res.write_peak_per_s
-        out.append(f"  write {line:<{len(bins)}}   peak {fmt_bytes(peak)}/s")
+        out.append(f"  write {line:<{len(bins)}}")
+    out.append(
+        "  rates: bytes per second of wall time in which the run moved them (all processes);"
+        " peak: the busiest second"
+    )
     share = res.no_phase_share
     if share is not None:
         out.append(f"  {fmt_share(share)} of traffic landed with (no phase open)")

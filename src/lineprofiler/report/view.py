@@ -156,8 +156,7 @@ def role_view(role: Role, top: int = DEFAULT_TOP) -> RoleView:
             if not r.path:
                 continue
             times = [
-                WorkerTime(w, w.tree[r.path].time_ns if r.path in w.tree else 0)
-                for w in role.workers
+                WorkerTime(w, role.worker_time_ns(i, r.path)) for i, w in enumerate(role.workers)
             ]
             times.sort(key=lambda t: (-t.time_ns, t.worker.path))
             stragglers.append(Straggler(r.path, times))

@@ -1,33 +1,130 @@
 """One reader and validator of worker documents (``workers/<host>/w_*.json``).
 
-``load_worker_doc`` parses a file; ``read_worker`` checks a document and turns it into a
-``Worker``: its identity and its phase tree (summed over threads, ``io`` byte sums and, under
-``thread_names``, the threads' own nodes included). ``tree_of`` gives the same tree for a live
-profiler's own document (``merged_tree()``/``deltas()``), so both sides read one format one way.
-A document that cannot be used raises ``WorkerFileError`` whose message is the reason.
+``load_worker_doc`` parses and type-checks a file in one pass (msgspec, against the document
+types below: every count and time an integer in [0, 2^63), a bucket index below 512, paths lists
+of names); ``read_worker`` checks what types cannot say (plausible times, phases no longer than the
+process lived) and returns its ``Worker`` (identity and per-process summaries) with its phase
+records: one per thread and path, ``io`` byte sums and, under ``thread_names``, the threads' own
+nodes included. ``tree_of`` sums those records into a tree; the live profiler reads its own
+document with ``tree_of_json``, so the live side and the merge read one format one way. A document
+that cannot be used raises ``WorkerFileError`` whose message is the reason; nothing of it is used.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from lineprofiler.runfile.layout import WORKER_FORMAT, WORKER_SCHEMA_VERSION
 from lineprofiler.runfile.safe_read import UnsafeFile, read_regular
-from lineprofiler.runfile.stats import PhaseStats
+from lineprofiler.runfile.stats import Histogram, PhaseStats
 
 Path_ = tuple[str, ...]
 
 _MAX_NS = 2**63 - 1  # ~292 years: any count or time above is corrupt
-FOLDED_NAME = "(folded)"  # the node a full tree folds new paths into (lp_core/recorder.cpp)
 _FUTURE_SLACK_S = 86400.0  # clock skew between the nodes and the machine reading the run
+# A file cannot have been written after it was last modified: a written_at beyond its mtime by
+# more than the clock skew between a node and the file server is not believed (it would stretch
+# the run's Runtime and make every other worker look stale).
+_MTIME_SLACK_S = 600.0
 # What one worker file may cost the reader: a thread's tree is at most 4,096 paths (~1 MB of
-# JSON), so this is hundreds of full trees; parsing takes ~10x the file's size in memory.
+# JSON), so this is hundreds of full trees.
 MAX_WORKER_BYTES = 256 << 20
+
+Ns = Annotated[int, msgspec.Meta(ge=0, le=_MAX_NS)]
+Int64 = Annotated[int, msgspec.Meta(ge=-_MAX_NS - 1, le=_MAX_NS)]
+Bucket = Annotated[int, msgspec.Meta(ge=0, le=511)]
+UnixTime = Annotated[float, msgspec.Meta(ge=0, le=1e11)]
+Rank = Annotated[int, msgspec.Meta(ge=-1, le=2**31)]
+
+
+class PhaseRec(msgspec.Struct, gc=False):
+    """One thread's record of one phase path (``threads[].phases[]``)."""
+
+    path: list[str]
+    calls: Ns = 0
+    wall_ns: Ns = 0
+    self_ns: Ns = 0
+    cpu_ns: Ns | None = None  # None: CPU time not measured
+    open: Ns = 0
+    open_ns: Ns = 0
+    hist: list[tuple[Bucket, Ns]] = []
+    counters: dict[str, Int64] = {}  # any int64: a saturated counter is a value
+    sample_every: Annotated[int, msgspec.Meta(ge=1, le=_MAX_NS)] = 1
+    io: dict[str, Any] | None = None  # integer byte sums; other (future) fields are ignored
+    counters_saturated: list[str] = []  # counters whose sum reached the int64 range: bounds
+    synthetic: bool = False  # the recorder's own "(folded)" node, not a phase of that name
+
+
+class _Thread(msgspec.Struct):
+    phases: list[PhaseRec] = []
+    name: Any = None
+    tid: Any = None
+    folded_entries: Ns = 0
+    depth_overflow: Ns = 0
+    counters_refused: Ns = 0  # count()s refused: the thread's counter table was full
+    exited_threads: Ns = 0  # > 0: the folded record of that many exited threads
+
+
+class _Meta(msgspec.Struct):
+    pid: Annotated[int, msgspec.Meta(ge=0, le=2**31)]
+    start_time: UnixTime
+    role: str | None = None
+    host: str | None = None
+    run_id: str | None = None
+    uuid: str = ""
+    rank: Rank | None = None
+    local_rank: Rank | None = None
+    job_id: Any = None
+    snapshot_interval_s: Any = None
+    thread_names: Any = False
+    signal_flush: Any = True  # False: built off the main thread (no flush on SIGTERM & co.)
+
+
+class _Clock(msgspec.Struct):
+    wall: str | None = None
+    cpu: str | None = None
+
+
+class WorkerDoc(msgspec.Struct):
+    """A worker document, type-checked (unknown keys are ignored, as a newer writer may add)."""
+
+    meta: _Meta
+    written_at: UnixTime
+    schema_version: Any = None
+    format: Any = WORKER_FORMAT
+    snapshot_seq: Ns = 0
+    final: Any = False
+    flush_errors: Ns = 0
+    last_flush_error: Any = ""
+    clock: _Clock | None = None
+    own_write_bytes: Ns | None = None
+    late_flush_error: Any = ""  # patched in place when a later write failed (a full disk)
+    threads: list[_Thread] = []
+    samples: Any = None  # the sampler's status object (read by the report's resource blocks)
+
+
+class _Header(msgspec.Struct):
+    format: Any = WORKER_FORMAT
+    schema_version: Any = None
+
+
+# One thread's record of one path, checked: (path, record, sample_every, thread_node, io).
+PhaseRecord = tuple[Path_, PhaseRec, int, bool, "dict[str, int] | None"]
+
+
+class _Threads(msgspec.Struct):
+    threads: list[_Thread] = []
+
+
+_DECODER = msgspec.json.Decoder(WorkerDoc)
+_THREADS = msgspec.json.Decoder(_Threads)
+_HEADER = msgspec.json.Decoder(_Header)
 
 
 class WorkerFileError(Exception):
@@ -63,23 +160,30 @@ class Worker:
     depth_overflow: int = 0
     counters_refused: int = 0  # count()s refused: a thread's counter table was full
     signal_flush: bool = True  # False: built outside the main thread, no flush on SIGTERM & co.
-    tree: dict[Path_, PhaseStats] = field(default_factory=dict, repr=False)
+    paths: int = 0  # distinct phase paths (0: recorded nothing)
+    busy_ns: int = 0  # sum of the time of its top-level phases (over its threads)
+    open_entries: int = 0  # phase entries still open at its last write (thread nodes left out)
+    file: str = field(default="", repr=False)  # absolute path of the worker file
     stale_s: float | None = None  # set by the merge when the worker is named stale
 
     @property
     def recorded_nothing(self) -> bool:
         """The file exists but holds no phase and no counter."""
-        return not self.tree
+        return self.paths == 0
+
+    @property
+    def tree(self) -> dict[Path_, PhaseStats]:
+        """This process's own tree, read again from its file (the merge keeps only summaries).
+
+        For tests and drill-down; a live worker's file may have moved on since the merge.
+        """
+        doc = load_worker_doc(Path(self.file))
+        return tree_of(doc, self.thread_names)
 
     @property
     def lifetime_ns(self) -> int:
         """From the process's start to its file's last write, in ns (never negative)."""
         return max(0, round((self.written_at - self.start_time) * 1e9))
-
-    @property
-    def busy_ns(self) -> int:
-        """Sum of the time of this process's top-level phases (over its threads)."""
-        return sum(s.time_ns for p, s in self.tree.items() if len(p) == 1)
 
     @property
     def label(self) -> str:
@@ -88,49 +192,56 @@ class Worker:
         return f"{who} ({self.host})"
 
 
-def load_worker_doc(path: Path) -> dict[str, Any]:
-    """Parses a worker file: a regular file (not a link, a FIFO or a device) of at most
-    MAX_WORKER_BYTES, holding a JSON object of this format and schema version."""
+def load_worker_doc(path: Path) -> WorkerDoc:
+    """Reads and type-checks a worker file (a ``WorkerFileError`` says why it cannot be used): a
+    regular file (not a link, a FIFO or a device) of at most MAX_WORKER_BYTES."""
     try:
         data = read_regular(path, MAX_WORKER_BYTES)
     except UnsafeFile as exc:
         raise WorkerFileError(f"cannot read it ({exc})") from None
+    return decode_worker_doc(data)
+
+
+def decode_worker_doc(data: bytes | str) -> WorkerDoc:
+    """Parses and type-checks a worker document's JSON text."""
     if not data.strip():
         raise WorkerFileError("empty file (the process died before its first write completed)")
     try:
-        doc = json.loads(data)
-    except UnicodeDecodeError:
-        raise WorkerFileError("not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        # A file cut short (a torn copy, a full disk) fails at its end, or inside a last string.
-        if exc.pos >= len(data.rstrip()) - 1 or exc.msg.startswith("Unterminated string"):
+        doc = _DECODER.decode(data)
+    except msgspec.ValidationError as exc:
+        _check_header(data)  # another format or schema version says so first
+        raise WorkerFileError(f"not a valid worker file: {exc}") from None
+    except msgspec.DecodeError as exc:
+        msg = str(exc)
+        if "UTF-8" in msg:
+            raise WorkerFileError("not UTF-8 text") from None
+        if "truncated" in msg:
             raise WorkerFileError(f"truncated (the JSON stops at byte {len(data)})") from None
-        raise WorkerFileError(
-            f"not JSON ({exc.msg}: line {exc.lineno}, column {exc.colno})"
-        ) from None
+        if msg.startswith("JSON is malformed"):
+            raise WorkerFileError(f"not JSON ({msg[len('JSON is malformed: ') :]})") from None
+        raise WorkerFileError(f"not a worker file ({msg})") from None
     except RecursionError:
         raise WorkerFileError("not a worker file (nested too deeply)") from None
-    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
-        raise WorkerFileError(f"not a worker file ({str(exc)[:80]})") from None
-    if not isinstance(doc, dict):
-        raise WorkerFileError(f"not a worker file (a JSON {type(doc).__name__}, not an object)")
-    if doc.get("format", WORKER_FORMAT) != WORKER_FORMAT:
-        raise WorkerFileError(f"not a worker file (format {doc.get('format')!r})")
-    version = doc.get("schema_version")
+    _check_version(doc.format, doc.schema_version)
+    return doc
+
+
+def _check_header(data: bytes | str) -> None:
+    try:
+        header = _HEADER.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        raise WorkerFileError("not a worker file (a JSON value that is not an object)") from None
+    _check_version(header.format, header.schema_version)
+
+
+def _check_version(fmt: Any, version: Any) -> None:
+    if fmt != WORKER_FORMAT:
+        raise WorkerFileError(f"not a worker file (format {_short(fmt)})")
     if version != WORKER_SCHEMA_VERSION:
         raise WorkerFileError(
             f"schema_version {version!r}; this lineprofiler reads version {WORKER_SCHEMA_VERSION} "
             "(report it with the version that wrote it)"
         )
-    return doc
-
-
-def _int(value: Any, what: str, lo: int = 0, hi: int = _MAX_NS) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise WorkerFileError(f"{what} is {type(value).__name__} {_short(value)}, not an integer")
-    if not lo <= value <= hi:
-        raise WorkerFileError(f"{what} = {value} is out of range [{lo}, {hi}]")
-    return value
 
 
 def _num(value: Any, what: str) -> float:
@@ -142,86 +253,21 @@ def _num(value: Any, what: str) -> float:
     return float(value)
 
 
-def _str(value: Any, what: str, optional: bool = False) -> str | None:
-    if value is None and optional:
-        return None
-    if not isinstance(value, str):
-        raise WorkerFileError(f"{what} is {type(value).__name__} {_short(value)}, not a string")
-    return value
-
-
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _opt_int(value: Any, what: str, lo: int = 0) -> int | None:
-    return None if value is None else _int(value, what, lo=lo)
-
-
-def _phase(rec: Any, where: str, lifetime_ns: int | None) -> tuple[Path_, PhaseStats]:
-    if not isinstance(rec, dict):
-        raise WorkerFileError(f"{where}: a phase record is {type(rec).__name__}, not an object")
-    raw_path = rec.get("path")
-    if not isinstance(raw_path, list) or not all(isinstance(p, str) for p in raw_path):
-        raise WorkerFileError(f"{where}: path {_short(raw_path)} is not a list of names")
-    name = "/".join(raw_path) or "(root)"
-    at = f"{where} phase {name!r}"
-    for key in ("calls", "wall_ns", "self_ns", "open", "open_ns"):
-        _int(rec.get(key, 0), f"{at}: {key}")
-    if rec.get("cpu_ns") is not None:
-        _int(rec["cpu_ns"], f"{at}: cpu_ns")
-    hist = rec.get("hist", [])
-    if not isinstance(hist, list):
-        raise WorkerFileError(f"{at}: hist is {type(hist).__name__}, not a list")
-    for pair in hist:
-        if not (isinstance(pair, list) and len(pair) == 2):
-            raise WorkerFileError(f"{at}: hist entry {_short(pair)} is not [bucket, count]")
-        _int(pair[0], f"{at}: hist bucket", hi=511)
-        _int(pair[1], f"{at}: hist count")
-    counters = rec.get("counters", {})
-    if not isinstance(counters, dict):
-        raise WorkerFileError(f"{at}: counters is {type(counters).__name__}, not an object")
-    for cname, cval in counters.items():
-        # any int64: a saturated counter is a value, not corruption
-        _int(cval, f"{at}: counter {cname!r}", lo=-_MAX_NS - 1)
-    saturated = rec.get("counters_saturated", [])
-    if not isinstance(saturated, list) or not all(isinstance(c, str) for c in saturated):
-        raise WorkerFileError(
-            f"{at}: counters_saturated {_short(saturated)} is not a list of names"
-        )
-    every = _int(rec.get("sample_every", 1), f"{at}: sample_every", lo=1)
-    stats = PhaseStats.from_record(rec)
-    if every == 1 and lifetime_ns is not None:
-        # A path appears once per thread and its entries cannot overlap, so its time is bounded
-        # by the worker's lifetime (with slack for the two clocks).
-        limit = lifetime_ns * 1.01 + 1e9
-        if stats.wall_ns + stats.open_ns > limit or (stats.cpu_ns or 0) > limit:
-            raise WorkerFileError(
-                f"{at}: {stats.wall_ns + stats.open_ns} ns recorded in a process that lived "
-                f"{lifetime_ns} ns"
-            )
-    io = rec.get("io")
-    if io is not None:
-        if not isinstance(io, dict):
-            raise WorkerFileError(f"{at}: io is {type(io).__name__}, not an object")
-        # sum the integer fields; other (future) fields are ignored, as unknown keys are
-        stats.io = {
-            str(k): v
-            for k, v in io.items()
-            if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= _MAX_NS
-        }
-    stats.sample_every = every
-    stats.saturated = set(saturated)
-    return tuple(raw_path), stats
-
-
-def read_worker(doc: dict[str, Any], rel: str) -> Worker:
-    meta = doc.get("meta")
-    if not isinstance(meta, dict):
-        raise WorkerFileError("no meta object")
-    start_time = _num(meta.get("start_time"), "meta.start_time")
-    written_at = _num(doc.get("written_at"), "written_at")
+def read_worker(doc: WorkerDoc, rel: str, file: str = "") -> tuple[Worker, list[PhaseRecord]]:
+    """Checks a type-checked document further: its ``Worker`` and its phase records."""
+    meta = doc.meta
+    start_time = _num(meta.start_time, "meta.start_time")
+    written_at = _num(doc.written_at, "written_at")
+    if file:
+        try:
+            written_at = min(written_at, max(start_time, os.stat(file).st_mtime + _MTIME_SLACK_S))
+        except OSError:
+            pass
     if written_at + 1.0 < start_time:
         raise WorkerFileError(
             f"written_at {written_at} is before the process started ({start_time})"
@@ -229,104 +275,133 @@ def read_worker(doc: dict[str, Any], rel: str) -> Worker:
     if written_at > time.time() + _FUTURE_SLACK_S:
         # one such file would make every other worker look stale
         raise WorkerFileError(f"written_at {written_at} is in the future ({_utc(written_at)})")
-    clock = doc.get("clock") if isinstance(doc.get("clock"), dict) else {}
-    threads = doc.get("threads", [])
-    if not isinstance(threads, list):
-        raise WorkerFileError(f"threads is {type(threads).__name__}, not a list")
-    thread_names = meta.get("thread_names") is True
+    clock = doc.clock or _Clock()
+    thread_names = meta.thread_names is True
     w = Worker(
         path=rel,
-        role=_str(meta.get("role"), "meta.role") or "main",
-        host=_str(meta.get("host"), "meta.host") or "?",
-        pid=_int(meta.get("pid"), "meta.pid", hi=2**31),
-        run_id=_str(meta.get("run_id"), "meta.run_id") or "",
-        uuid=_str(meta.get("uuid", ""), "meta.uuid") or "",
+        role=meta.role or "main",
+        host=meta.host or "?",
+        pid=meta.pid,
+        run_id=meta.run_id or "",
+        uuid=meta.uuid or "",
         start_time=start_time,
         written_at=written_at,
-        rank=_opt_int(meta.get("rank"), "meta.rank", lo=-1),
-        local_rank=_opt_int(meta.get("local_rank"), "meta.local_rank", lo=-1),
-        job_id=None if meta.get("job_id") is None else str(meta.get("job_id")),
-        snapshot_seq=_int(doc.get("snapshot_seq", 0), "snapshot_seq"),
-        final=doc.get("final") is True,
-        flush_errors=_int(doc.get("flush_errors", 0), "flush_errors"),
-        last_flush_error=str(doc.get("last_flush_error") or ""),
-        signal_flush=meta.get("signal_flush") is not False,
-        clock_wall=_str(clock.get("wall"), "clock.wall", optional=True),
-        clock_cpu=_str(clock.get("cpu"), "clock.cpu", optional=True),
-        own_write_bytes=_opt_int(doc.get("own_write_bytes"), "own_write_bytes"),
+        rank=meta.rank,
+        local_rank=meta.local_rank,
+        job_id=None if meta.job_id is None else str(meta.job_id),
+        snapshot_seq=doc.snapshot_seq,
+        final=doc.final is True,
+        flush_errors=doc.flush_errors,
+        last_flush_error=str(doc.last_flush_error or ""),
+        signal_flush=meta.signal_flush is not False,
+        clock_wall=clock.wall,
+        clock_cpu=clock.cpu,
+        own_write_bytes=doc.own_write_bytes,
         thread_names=thread_names,
-        snapshot_interval_s=_interval(meta.get("snapshot_interval_s")),
-        threads=len(threads),
+        snapshot_interval_s=_interval(meta.snapshot_interval_s),
+        threads=len(doc.threads),
+        file=file,
     )
-    w.folded_entries, w.depth_overflow = _read_threads(w.tree, threads, thread_names, w.lifetime_ns)
-    w.counters_refused = sum(
-        _int(t.get("counters_refused", 0), f"thread {t.get('name') or i}: counters_refused")
-        for i, t in enumerate(threads)
-    )
-    late = doc.get("late_flush_error")
+    records, w.folded_entries, w.depth_overflow = _records(doc, thread_names, w.lifetime_ns)
+    w.counters_refused = sum(t.counters_refused for t in doc.threads)
+    late = doc.late_flush_error
     if isinstance(late, str) and late.strip():
-        # written in place into this file when a later write failed (a full disk, say)
         w.flush_errors = max(w.flush_errors, 1)
         w.last_flush_error = late.strip() + "; this file predates them"
-    return w
+    times: dict[Path_, int] = {}
+    for path, rec, _every, thread_node, _io in records:
+        times[path] = times.get(path, 0) + rec.wall_ns + rec.open_ns
+        if not thread_node:
+            w.open_entries += rec.open
+    w.paths = len(times)
+    w.busy_ns = sum(t for p, t in times.items() if len(p) == 1)
+    return w, records
 
 
-def tree_of(doc: Mapping[str, Any], thread_names: bool = False) -> dict[Path_, PhaseStats]:
-    """The phase tree of a worker document (a live profiler's own), summed over its threads."""
+def tree_of(doc: WorkerDoc | _Threads, thread_names: bool = False) -> dict[Path_, PhaseStats]:
+    """The phase tree of a worker document, summed over its threads."""
+    records, _, _ = _records(doc, thread_names, None)
     tree: dict[Path_, PhaseStats] = {}
-    threads = doc.get("threads", [])
-    _read_threads(tree, threads if isinstance(threads, list) else [], thread_names, None)
+    for path, rec, every, thread_node, io in records:
+        stats = stats_of(rec, every, thread_node, io)
+        have = tree.get(path)
+        if have is None:
+            tree[path] = stats
+        else:
+            have.add(stats)
     return tree
 
 
-def _read_threads(
-    tree: dict[Path_, PhaseStats], threads: list[Any], thread_names: bool, lifetime_ns: int | None
-) -> tuple[int, int]:
-    """Adds every thread's phases into ``tree``; returns (folded entries, depth overflows)."""
+def tree_of_json(text: bytes | str, thread_names: bool = False) -> dict[Path_, PhaseStats]:
+    """``tree_of`` a document given as JSON text (a live profiler's own snapshot: its phases are
+    checked as the merge checks them; the rest of the document is not needed)."""
+    try:
+        doc = _THREADS.decode(text)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise WorkerFileError(f"not a valid worker document: {exc}") from None
+    return tree_of(doc, thread_names)
+
+
+def stats_of(rec: PhaseRec, every: int, thread_node: bool, io: dict[str, int] | None) -> PhaseStats:
+    """A checked record as ``PhaseStats``."""
+    return PhaseStats(
+        calls=rec.calls,
+        wall_ns=rec.wall_ns,
+        self_ns=rec.self_ns,
+        cpu_ns=rec.cpu_ns,
+        open_ns=rec.open_ns,
+        open=rec.open,
+        hist=Histogram.from_pairs(rec.hist),
+        counters=dict(rec.counters),
+        sample_every=every,
+        io=dict(io) if io else None,
+        thread_node=thread_node,
+        saturated=set(rec.counters_saturated),
+        synthetic=rec.synthetic,
+    )
+
+
+def _records(
+    doc: WorkerDoc | _Threads, thread_names: bool, lifetime_ns: int | None
+) -> tuple[list[PhaseRecord], int, int]:
+    """Every thread's records; and the folded entries and depth overflows."""
     folded = overflow = 0
-    for i, thread in enumerate(threads):
-        if not isinstance(thread, dict):
-            raise WorkerFileError(f"threads[{i}] is {type(thread).__name__}, not an object")
-        where = f"thread {thread.get('name') or i}"
-        thread_folded = _int(thread.get("folded_entries", 0), f"{where}: folded_entries")
-        folded += thread_folded
-        overflow += _int(thread.get("depth_overflow", 0), f"{where}: depth_overflow")
-        phases = thread.get("phases", [])
-        if not isinstance(phases, list):
-            raise WorkerFileError(f"{where}: phases is {type(phases).__name__}, not a list")
+    # A path appears once per thread and its entries cannot overlap, so its time is bounded by
+    # the worker's lifetime (with slack for the two clocks).
+    limit = _MAX_NS if lifetime_ns is None else lifetime_ns * 1.01 + 1e9
+    out: list[PhaseRecord] = []
+    for i, thread in enumerate(doc.threads):
+        folded += thread.folded_entries
+        overflow += thread.depth_overflow
         prefix: Path_ = ()
         if thread_names:
-            prefix = (str(thread.get("name") or f"thread-{thread.get('tid')}"),)
-        for rec in phases:
-            path, stats = _phase(rec, where, lifetime_ns)
-            stats.thread_node = thread_names and not path
-            # where the thread's tree was full, its top-level "(folded)" is the recorder's node
-            stats.synthetic = thread_folded > 0 and path == (FOLDED_NAME,)
-            _add(tree, prefix + path, stats)
-            if thread_names and len(path) == 1:
-                node = PhaseStats(
-                    cpu_ns=stats.cpu_ns,
-                    wall_ns=stats.wall_ns,
-                    open_ns=stats.open_ns,
-                    sample_every=stats.sample_every,
-                    thread_node=True,
+            prefix = (str(thread.name or f"thread-{thread.tid}"),)
+        for rec in thread.phases:
+            every = rec.sample_every
+            if every == 1 and (rec.wall_ns + rec.open_ns > limit or (rec.cpu_ns or 0) > limit):
+                at = f"thread {thread.name or i} phase {'/'.join(rec.path) or '(root)'!r}"
+                raise WorkerFileError(
+                    f"{at}: {rec.wall_ns + rec.open_ns} ns recorded in a process that lived "
+                    f"{lifetime_ns} ns"
                 )
-                _add(tree, prefix, node)
-    return folded, overflow
+            io = rec.io
+            if io is not None:
+                io = {str(k): v for k, v in io.items() if type(v) is int and 0 <= v <= _MAX_NS}
+            path = prefix + tuple(rec.path)
+            out.append((path, rec, every, thread_names and not rec.path, io))
+            if thread_names and len(rec.path) == 1:
+                # a top-level phase of the thread also counts into the thread's own node
+                node = PhaseRec(
+                    path=[], wall_ns=rec.wall_ns, open_ns=rec.open_ns, cpu_ns=rec.cpu_ns
+                )
+                out.append((prefix, node, every, True, None))
+    return out, folded, overflow
 
 
 def _interval(value: Any) -> float | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1e9:
         return float(value)
     return None
-
-
-def _add(tree: dict[Path_, PhaseStats], path: Path_, stats: PhaseStats) -> None:
-    have = tree.get(path)
-    if have is None:
-        tree[path] = stats
-    else:
-        have.add(stats)
 
 
 def _utc(unix_s: float) -> str:

@@ -1,0 +1,162 @@
+"""Host summaries: ``<run_dir>/summaries/<host>.json``, written by ``lineprofiler reduce``.
+
+A summary is the merge's fold of one host's worker files (phase trees per run id and role, each
+process's summary and time per path), plus the name, size and mtime of every file it folded, so a
+report uses it only while those files are unchanged. It is read as warily as a worker file: the
+types below are checked on decoding, and a summary that does not decode is ignored, never trusted.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+
+from lineprofiler.runfile.worker_doc import Bucket, Int64, Ns, UnixTime
+
+SUMMARY_FORMAT = "lineprofiler-host-summary"
+SUMMARY_SCHEMA_VERSION = 1
+SUMMARIES_DIR = "summaries"
+
+
+class PhaseSum(msgspec.Struct, array_like=True, gc=False):
+    """A phase path's aggregates in one role (``report.model.MergedPhase`` as data)."""
+
+    path_id: Annotated[int, msgspec.Meta(ge=0)]
+    calls: Ns
+    wall_ns: Ns
+    self_ns: Ns
+    cpu_ns: Ns | None
+    open: Ns
+    open_ns: Ns
+    hist: list[tuple[Bucket, Ns]]
+    counters: dict[str, Int64]
+    sample_every: Ns
+    sample_rates: list[Annotated[int, msgspec.Meta(ge=1)]]
+    processes: Ns
+    thread_node: bool
+    io: dict[str, Ns] | None
+    saturated: list[str] = []  # counters whose sum reached the int64 range
+    synthetic: bool = False  # the recorder's own "(folded)" node
+
+
+class WorkerSum(msgspec.Struct, gc=False):
+    """One process: the ``Worker`` fields a report needs, and its time per path id."""
+
+    path: str
+    role: str
+    host: str
+    pid: Ns
+    run_id: str
+    uuid: str
+    start_time: UnixTime
+    written_at: UnixTime
+    times: list[Ns]
+    rank: int | None = None
+    local_rank: int | None = None
+    job_id: str | None = None
+    snapshot_seq: Ns = 0
+    final: bool = False
+    flush_errors: Ns = 0
+    last_flush_error: str = ""
+    clock_wall: str | None = None
+    clock_cpu: str | None = None
+    own_write_bytes: Ns | None = None
+    thread_names: bool = False
+    snapshot_interval_s: float | None = None
+    threads: Ns = 0
+    folded_entries: Ns = 0
+    depth_overflow: Ns = 0
+    counters_refused: Ns = 0
+    signal_flush: bool = True
+    paths: Ns = 0
+    busy_ns: Ns = 0
+    open_entries: Ns = 0
+    samples: Any = None
+
+
+class PartialSum(msgspec.Struct):
+    paths: list[list[str]]
+    roles: dict[str, list[PhaseSum]]
+    workers: list[WorkerSum]
+
+
+class HostSummary(msgspec.Struct):
+    host: str
+    sources: list[tuple[str, Ns, Ns]]  # (path relative to the run, size, mtime_ns)
+    partials: dict[str, PartialSum]
+    unreadable: dict[str, list[tuple[str, str]]]
+    format: str = SUMMARY_FORMAT
+    schema_version: int = SUMMARY_SCHEMA_VERSION
+
+
+_DECODER = msgspec.json.Decoder(HostSummary)
+_ENCODER = msgspec.json.Encoder()
+
+
+def summary_path(run_dir: Path, host: str) -> Path:
+    return run_dir / SUMMARIES_DIR / f"{host}.json"
+
+
+def file_stamp(path: Path) -> tuple[int, int] | None:
+    """(size, mtime_ns) of a file, or None when it cannot be read."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def read_summary(path: Path) -> HostSummary | None:
+    """The summary at ``path``, or None when absent, not a regular file, or not a valid one."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        doc = _DECODER.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        return None
+    if doc.format != SUMMARY_FORMAT or doc.schema_version != SUMMARY_SCHEMA_VERSION:
+        return None
+    return doc
+
+
+def write_summary(path: Path, summary: HostSummary) -> None:
+    """Writes atomically: a private temporary file (unpredictable name, O_EXCL), then a rename.
+
+    The summaries directory is created 0750 if absent; one that is a symlink is refused.
+    """
+    parent = path.parent
+    try:
+        os.mkdir(parent, 0o750)
+    except FileExistsError:
+        pass
+    if parent.is_symlink() or not parent.is_dir():
+        raise OSError(f"{parent}: not a directory of this run (a symlink?)")
+    fd, tmp = tempfile.mkstemp(prefix=".summary-", suffix=".tmp", dir=parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(_ENCODER.encode(summary))
+        os.chmod(tmp, 0o640)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
