@@ -263,11 +263,7 @@ def read_worker(doc: WorkerDoc, rel: str, file: str = "") -> tuple[Worker, list[
     meta = doc.meta
     start_time = _num(meta.start_time, "meta.start_time")
     written_at = _num(doc.written_at, "written_at")
-    if file:
-        try:
-            written_at = min(written_at, max(start_time, os.stat(file).st_mtime + _MTIME_SLACK_S))
-        except OSError:
-            pass
+
     if written_at + 1.0 < start_time:
         raise WorkerFileError(
             f"written_at {written_at} is before the process started ({start_time})"
@@ -275,6 +271,11 @@ def read_worker(doc: WorkerDoc, rel: str, file: str = "") -> tuple[Worker, list[
     if written_at > time.time() + _FUTURE_SLACK_S:
         # one such file would make every other worker look stale
         raise WorkerFileError(f"written_at {written_at} is in the future ({_utc(written_at)})")
+    if file:  # within that day's allowance, still not after the file was last modified
+        try:
+            written_at = min(written_at, max(start_time, os.stat(file).st_mtime + _MTIME_SLACK_S))
+        except OSError:
+            pass
     clock = doc.clock or _Clock()
     thread_names = meta.thread_names is True
     w = Worker(
