@@ -255,6 +255,9 @@ def main(argv=None) -> int:
             "loop_subtracted": best["loop_sub"] / best["loop_plain"],
         }
 
+        # 4. a followed child process that traces nothing (lineprofiler run's children)
+        results["followed_child"] = _followed_child(v.ours, max(5, args.rounds // 3))
+
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
@@ -291,7 +294,43 @@ def main(argv=None) -> int:
     print("   tight loop(20000), printed total / untraced run time:")
     print(f"   ours, raw times             {p['loop_raw']:>8.2f}x")
     print(f"   ours, calibrated subtracted {p['loop_subtracted']:>8.2f}x")
+    f = r["followed_child"]
+    print(
+        f"\n4. a Python child doing out-of-project work, followed / not followed "
+        f"(not followed: {f['plain_ns'] / 1e6:.1f} ms)    {f['ratio']:>6.2f}x"
+    )
     return 0
+
+
+CHILD = "import json\nfor _ in range(20000):\n    json.dumps({'a': [1, 2, 3]})\n"
+
+
+def _followed_child(profiler, rounds: int) -> dict:
+    """Best run time of a child process started with lineprofiler run's follow environment,
+    against the same child without it (start-up included)."""
+    import os
+    import subprocess
+
+    from lineprofiler.line import _follow
+
+    plain_env = dict(os.environ)
+    follow = _follow.Follow(profiler)
+    followed_env = dict(os.environ)
+    try:
+        best = {"plain": None, "followed": None}
+        for _ in range(rounds):
+            for name, env in (("plain", plain_env), ("followed", followed_env)):
+                t0 = time.perf_counter_ns()
+                subprocess.run([sys.executable, "-c", CHILD], env=env, check=True)
+                t = time.perf_counter_ns() - t0
+                best[name] = t if best[name] is None else min(best[name], t)
+    finally:
+        follow.collect()
+    return {
+        "plain_ns": best["plain"],
+        "followed_ns": best["followed"],
+        "ratio": best["followed"] / best["plain"],
+    }
 
 
 if __name__ == "__main__":

@@ -7,13 +7,22 @@ one never imports the other's machinery.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # (typing is not imported: a followed child process starts fast)
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["LineProfiler", "__version__"]
+__all__ = ["LineProfiler", "__version__", "load_ipython_extension"]
 
 if TYPE_CHECKING:
     from lineprofiler.line import LineProfiler
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext lineprofiler``: the ``%lineprofile`` / ``%%lineprofile`` magics."""
+    from lineprofiler.line.ipython import load_ipython_extension as load
+
+    load(ipython)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,42 +1,104 @@
-"""The ``lineprofiler`` command: ``report``, ``compare``, ``reduce`` and ``run``.
+"""The ``lineprofiler`` command: ``record``, ``report``, ``compare``, ``reduce``, ``run``, ``show``.
 
 Each subcommand lives in its own module exposing ``HELP``, ``add_arguments(parser)`` and
-``main(args) -> int``; this file only dispatches.
+``main(args) -> int`` (and optionally ``EXAMPLES``, shown under its ``--help``); this file only
+dispatches, and says what was meant when a subcommand or option is mistyped.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import re
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
+
+from lineprofiler import __version__
 
 # subcommand -> module implementing it
 COMMANDS: dict[str, str] = {
+    "record": "lineprofiler.report.cli_record",
     "report": "lineprofiler.report.cli_report",
     "compare": "lineprofiler.report.cli_compare",
     "reduce": "lineprofiler.report.cli_reduce",
     "run": "lineprofiler.line.cli_run",
+    "show": "lineprofiler.line.cli_show",
 }
+
+EXAMPLES = """\
+examples:
+  lineprofiler record -- python train.py          profile a run, then print its report
+  lineprofiler report profile/                    the report of a run directory
+  lineprofiler report profile/ --json             the same as data (CI gates, diffs)
+  lineprofiler compare base/ new/                 two runs, phase by phase
+  lineprofiler run -m mypackage.train --top 20    line by line, under the line profiler
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors suggest the nearest subcommand or option."""
+
+    def error(self, message: str) -> NoReturn:
+        hint = self._suggestion(message)
+        super().error(message + (f" (did you mean {hint}?)" if hint else ""))
+
+    def _suggestion(self, message: str) -> str | None:
+        m = re.search(r"invalid choice: '([^']*)'", message)
+        if m:
+            choices = [c for a in self._actions for c in (getattr(a, "choices", None) or ())]
+            got = difflib.get_close_matches(m.group(1), [str(c) for c in choices], n=1)
+            return got[0] if got else None
+        m = re.search(r"unrecognized arguments: (\S+)", message)
+        if m and m.group(1).startswith("-"):
+            flag = m.group(1).split("=", 1)[0]
+            options = [o for a in self._actions for o in a.option_strings]
+            got = difflib.get_close_matches(flag, options, n=1)
+            return got[0] if got else None
+        return None
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="lineprofiler",
         description="Reports of lineprofiler.accounting runs, and the line profiler's runner.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"lineprofiler {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands: dict[str, argparse.ArgumentParser] = {}
+    parser.set_defaults(_commands=commands)
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(module_name)
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        p = sub.add_parser(
+            name,
+            help=module.HELP,
+            description=module.HELP,
+            epilog=getattr(module, "EXAMPLES", None),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         module.add_arguments(p)
         p.set_defaults(_main=module.main)
+        commands[name] = p
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    target_argv = None
+    if argv and argv[0] in COMMANDS:  # `run`: what follows the script belongs to the script
+        split = getattr(importlib.import_module(COMMANDS[argv[0]]), "split_argv", None)
+        if split is not None:
+            own, target_argv = split(argv[1:])
+            argv = [argv[0], *own]
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the subcommand's parser, which knows its options
+        args._commands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    if target_argv is not None:
+        args.target_argv = target_argv
     if not getattr(args, "_main", None):
         parser.print_help(sys.stderr)
         return 2

@@ -18,7 +18,7 @@ import pytest
 
 from lineprofiler.accounting import merge_run
 from tests.helpers import child_env
-from tests.integration.slurm_cluster import SlurmCluster, SlurmUnavailable
+from tests.integration.slurm_cluster import SlurmCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.launcher]
 
@@ -99,19 +99,6 @@ def test_mpirun_with_four_ranks(tmp_path):
     run = merge_run(run_dir, with_samples=False)
     _check_ranks(run, "rank", 4, "OMPI_COMM_WORLD_RANK")
     assert run.run_id.startswith("mpi-") and run.superseded == []
-
-
-@pytest.fixture
-def slurm(tmp_path):
-    cluster = SlurmCluster(tmp_path / "slurm")
-    (tmp_path / "slurm").mkdir()
-    try:
-        cluster.start()
-    except SlurmUnavailable as exc:
-        cluster.stop()
-        pytest.skip(f"cannot start a one-machine Slurm: {exc}")
-    yield cluster
-    cluster.stop()
 
 
 def test_srun_ranks_flush_on_usr1_preemption(tmp_path, slurm):

@@ -57,7 +57,7 @@ def test_sort_and_thresholds(profiled):
     profiled.print_global_top_stats(top_n=2, sort_by="hits", stream=out)
     rows = [line for line in out.getvalue().splitlines() if line[:3].strip().isdigit()]
     assert len(rows) == 2
-    assert rows[0].split()[3] == "51"  # the for line: 51 hits
+    assert rows[0].split()[4] == "51"  # the for line: 51 hits
     out = io.StringIO()
     profiled.print_global_top_stats(top_n=1, sort_by="time", stream=out)
     assert "m.py:9 (hot)" in out.getvalue()
@@ -69,7 +69,7 @@ def test_json_export_round_trips(profiled, tmp_path):
     path = tmp_path / "line.json"
     profiled.dump_json(path)
     doc = json.loads(path.read_text())
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     (fn,) = doc["functions"]
     assert fn["function"] == "hot"
     lines = {row["line"]: row for row in fn["lines"]}

@@ -7,6 +7,7 @@
 #include "module/line_tracer.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "module/line_tracer_state.h"
 
@@ -95,12 +96,6 @@ struct LineTracerObject {
   EventCounts totals;  // callbacks counted over all activations since the last clear()
   PyObject* weakreflist;
 };
-
-void add_counts(EventCounts& a, const EventCounts& b) {
-  a.lines += b.lines;
-  a.calls += b.calls;
-  a.foreign += b.foreign;
-}
 
 PyObject* tracer_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   static const char* kwlist[] = {"filter", "scope_key", nullptr};
@@ -267,6 +262,8 @@ PyObject* tracer_clear(LineTracerObject* self, PyObject*) {
     }
   }
   t->enabled_ticks = 0;
+  t->displacements = 0;
+  t->threads_skipped = 0;
   if (g_active == t) t->enabled_at = now;
   // Counters of the running activation are added later: start from minus their current values
   // (unsigned arithmetic wraps back to the delta).
@@ -294,10 +291,12 @@ PyObject* line_rows(const CodeInfo& info) {
   for (size_t i = 0; i < info.lines.size(); ++i) {
     const LineStat& s = info.lines[i];
     if (s.hits == 0 && s.ticks == 0) continue;
-    PyObject* row = Py_BuildValue(
-        "(iKKKKK)", info.base + int(i), (unsigned long long)s.hits,
-        (unsigned long long)lp::ticks_to_ns(s.ticks), (unsigned long long)s.nested.lines,
-        (unsigned long long)s.nested.calls, (unsigned long long)s.nested.foreign);
+    using ull = unsigned long long;
+    PyObject* row = Py_BuildValue("(iKKKKKKKKK)", info.base + int(i), ull(s.hits),
+                                  ull(lp::ticks_to_ns(s.ticks)), ull(s.nested.lines),
+                                  ull(s.nested.calls), ull(s.nested.foreign),
+                                  ull(lp::ticks_to_ns(s.child_ticks)), ull(s.child_nested.lines),
+                                  ull(s.child_nested.calls), ull(s.child_nested.foreign));
     if (!append_new(rows, row)) {
       Py_DECREF(rows);
       return nullptr;
@@ -321,6 +320,40 @@ PyObject* tracer_results(LineTracerObject* self, PyObject*) {
     }
   }
   return out;
+}
+
+// The tracer object called as a Python trace function (see reclaim()): returns None.
+PyObject* tracer_call(LineTracerObject* self, PyObject* args, PyObject* kwds) {
+  PyObject *frame = nullptr, *event = nullptr, *arg = nullptr;
+  if (kwds || !PyArg_UnpackTuple(args, "LineTracer", 3, 3, &frame, &event, &arg)) {
+    PyErr_Clear();  // never raise into the code being traced
+    Py_RETURN_NONE;
+  }
+  reclaim(self->t, g_active == self->t, frame, event, arg);
+  Py_RETURN_NONE;
+}
+
+PyObject* tracer_get_gaps(LineTracerObject* self, void*) {
+  return Py_BuildValue("(KK)", (unsigned long long)self->t->displacements,
+                       (unsigned long long)self->t->threads_skipped);
+}
+
+PyObject* tracer_add_code(LineTracerObject* self, PyObject* code) {
+  if (!PyCode_Check(code)) {
+    PyErr_SetString(PyExc_TypeError, "add_code(code): a code object is required");
+    return nullptr;
+  }
+  Tracer* t = self->t;
+  CodeInfo* info = lookup(t, code);
+  if (!info->traced) {
+    info->traced = true;
+    // 3.12+: a new scope key makes the next enable() restart the locations an earlier activation
+    // disabled for this code.
+    char buf[32];
+    snprintf(buf, sizeof buf, "|code:%p", static_cast<void*>(code));
+    t->scope_key += buf;
+  }
+  Py_RETURN_NONE;
 }
 
 PyObject* tracer_get_active(LineTracerObject* self, void*) {
@@ -356,11 +389,14 @@ PyMethodDef tracer_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "disable(ignore_code=None, ignore_line=-1) -> bool: stops tracing (no-op when not active). "
      "Returns True when another tracer had displaced this one on the calling thread."},
+    {"add_code", reinterpret_cast<PyCFunction>(tracer_add_code), METH_O,
+     "add_code(code): traces this code object whatever its file (kept across clear())."},
     {"clear", reinterpret_cast<PyCFunction>(tracer_clear), METH_NOARGS,
      "Forgets all hits and times (decisions about code objects are kept)."},
     {"results", reinterpret_cast<PyCFunction>(tracer_results), METH_NOARGS,
-     "[(code, [(line, hits, wall_ns, nested_line_events, nested_calls, nested_foreign_calls)])] "
-     "for every traced code object with a recorded line."},
+     "[(code, [(line, hits, wall_ns, nested_line_events, nested_calls, nested_foreign_calls, "
+     "callee_wall_ns, callee_line_events, callee_calls, callee_foreign_calls)])] for every traced "
+     "code object with a recorded line; callee_*: the part spent in traced frames it called."},
     {nullptr, nullptr, 0, nullptr},
 };
 
@@ -371,6 +407,10 @@ PyGetSetDef tracer_getset[] = {
      "Wall time spent enabled since the last clear(), in ns.", nullptr},
     {"events", reinterpret_cast<getter>(tracer_get_events), nullptr,
      "(line_events, traced_calls, foreign_calls) counted since the last clear().", nullptr},
+    {"gaps", reinterpret_cast<getter>(tracer_get_gaps), nullptr,
+     "(displacements, threads_skipped) since the last clear(): times another trace function "
+     "displaced this one and gave it back, threads left untraced at enable (3.11; else 0).",
+     nullptr},
     {"scope_key", reinterpret_cast<getter>(tracer_get_scope_key), nullptr,
      "The scope name given at construction.", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
@@ -399,6 +439,7 @@ int add_line_tracer(PyObject* module) {
   LineTracerType.tp_doc =
       "LineTracer(filter, scope_key=''): the C++ line tracer; filter(filename) -> bool.";
   LineTracerType.tp_new = tracer_new;
+  LineTracerType.tp_call = reinterpret_cast<ternaryfunc>(tracer_call);
   LineTracerType.tp_dealloc = reinterpret_cast<destructor>(tracer_dealloc);
   LineTracerType.tp_traverse = reinterpret_cast<traverseproc>(tracer_traverse);
   LineTracerType.tp_clear = reinterpret_cast<inquiry>(tracer_clear_refs);
@@ -411,7 +452,7 @@ int add_line_tracer(PyObject* module) {
     return -1;
   }
   if (PyModule_AddStringConstant(module, "LINE_TRACER_MECHANISM", mechanism_name()) < 0) return -1;
-  PyMethodDef* defs[] = {&module_defs[0], &g_noop_trace_def,
+  PyMethodDef* defs[] = {&module_defs[0], &g_noop_trace_def, &g_call_unprofiled_def,
                          g_thread_hook_def.ml_name ? &g_thread_hook_def : nullptr};
   for (PyMethodDef* def : defs) {
     if (!def) continue;

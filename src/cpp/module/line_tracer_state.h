@@ -31,11 +31,19 @@ struct EventCounts {
   uint64_t foreign = 0;  // call events of untraced frames (3.11 only; 3.12 disables them)
 };
 
+inline void add_counts(EventCounts& a, const EventCounts& b) {
+  a.lines += b.lines;
+  a.calls += b.calls;
+  a.foreign += b.foreign;
+}
+
 /// One source line of one code object.
 struct LineStat {
   uint64_t hits = 0;
   uint64_t ticks = 0;  // wall ticks from this line's events to the next event in the same frame
   EventCounts nested;  // tracer callbacks that ran inside those intervals (incl. the closing one)
+  uint64_t child_ticks = 0;  // the part of ticks spent in traced frames called from this line
+  EventCounts child_nested;  // the part of nested counted inside those frames' intervals
 };
 
 /// The tracer's decision about one code object, and its statistics when it is traced.
@@ -60,9 +68,11 @@ struct CodeInfo {
 struct Frame {
   const void* key = nullptr;  // PyFrameObject* (3.11) or the code object (3.12+)
   CodeInfo* info = nullptr;
-  int line = -1;    // line whose interval is open; -1: none
-  uint64_t t0 = 0;  // ticks at the start of the open interval
-  EventCounts ev0;  // thread counters at the start of the open interval
+  int line = -1;           // line whose interval is open; -1: none
+  uint64_t t0 = 0;         // ticks at the start of the open interval
+  EventCounts ev0;         // thread counters at the start of the open interval
+  uint64_t sub_ticks = 0;  // ticks of traced callees' intervals inside the open interval
+  EventCounts sub_ev;      // their callbacks
 };
 
 /// The traced frames of one thread, innermost last.
@@ -71,14 +81,25 @@ struct ThreadStack {
   EventCounts events;
 };
 
-/// Closes f's open interval at now (charging ticks and nested callbacks to its line).
+/// Closes f (an element of ts->frames) 's open interval at now: charges ticks and nested
+/// callbacks to its line, and adds them to the caller frame's callee time (self time).
 inline void charge(ThreadStack* ts, Frame& f, uint64_t now) {
   if (f.line < 0) return;
   LineStat& s = f.info->stat(f.line);
-  s.ticks += now - f.t0;
-  s.nested.lines += ts->events.lines - f.ev0.lines;
-  s.nested.calls += ts->events.calls - f.ev0.calls;
-  s.nested.foreign += ts->events.foreign - f.ev0.foreign;
+  uint64_t ticks = now - f.t0;
+  EventCounts ev{ts->events.lines - f.ev0.lines, ts->events.calls - f.ev0.calls,
+                 ts->events.foreign - f.ev0.foreign};
+  s.ticks += ticks;
+  add_counts(s.nested, ev);
+  s.child_ticks += f.sub_ticks;
+  add_counts(s.child_nested, f.sub_ev);
+  f.sub_ticks = 0;
+  f.sub_ev = EventCounts{};
+  if (&f != ts->frames.data()) {
+    Frame& caller = (&f)[-1];
+    caller.sub_ticks += ticks;
+    add_counts(caller.sub_ev, ev);
+  }
 }
 
 /// A line event in frame f: closes the open interval and opens one for line (one more hit).
@@ -88,11 +109,13 @@ inline void line_event(ThreadStack* ts, Frame& f, int line, uint64_t now) {
   f.line = line;
   f.t0 = now;
   f.ev0 = ts->events;
+  f.sub_ticks = 0;  // (a frame resumed mid-line may have seen callees with no line open)
+  f.sub_ev = EventCounts{};
 }
 
 /// Pushes a traced frame whose open interval (if line >= 0) starts now; returns it.
 inline Frame& push_frame(ThreadStack* ts, const void* key, CodeInfo* info, int line, uint64_t now) {
-  ts->frames.push_back(Frame{key, info, line, now, ts->events});
+  ts->frames.push_back(Frame{key, info, line, now, ts->events, 0, EventCounts{}});
   return ts->frames.back();
 }
 
@@ -108,6 +131,13 @@ struct Tracer {
   uint64_t generation = 0;     // bumped at each enable/disable: invalidates thread-local stacks
   uint64_t enabled_at = 0;     // ticks at enable
   uint64_t enabled_ticks = 0;  // total ticks spent enabled
+  // Gaps, counted since the last clear() (3.11; always 0 on sys.monitoring):
+  uint64_t displacements = 0;    // another trace function replaced ours and then gave it back
+  uint64_t threads_skipped = 0;  // threads running another trace function at enable (untraced)
+  // 3.11: weak references to out-of-project generators (and coroutines) whose frame we gave
+  // f_trace_lines = 0; restored at disable. Dead entries are swept when the list doubles.
+  std::vector<PyObject*> foreign_gens;
+  size_t gens_sweep_at = 256;
 };
 
 /// Saves the error indicator for its lifetime and restores it at the end (discarding any error
@@ -159,11 +189,19 @@ int install_hooks(Tracer* t);
 /// Removes the hooks from every thread. Sets *displaced when another tracer had replaced ours on
 /// the calling thread (that tracer is left in place). Returns 0, or -1 with an exception set.
 int remove_hooks(Tracer* t, bool* displaced);
+/// find_conflict() for a trace function (sys.settrace level) on the calling thread.
+int settrace_conflict(PyObject** why);
+/// The LineTracer object called as a Python trace function: someone saved sys.gettrace() (ours)
+/// and restored it with sys.settrace. Puts the C hook back on this thread (counting the gap) and
+/// feeds it this event; when t is not active, removes the trace function. Never raises.
+void reclaim(Tracer* t, bool active, PyObject* frame, PyObject* event, PyObject* arg);
 /// Looks for a conflicting tracer already installed. Returns 1 with *why (a new str describing
 /// it) on conflict, 0 when there is none, -1 with an exception set on error.
 int find_conflict(PyObject** why);
 /// 3.11: the function given to threading.settrace so threads started inside the block are traced.
 extern PyMethodDef g_thread_hook_def;
+/// _call_unprofiled(fn): fn() with the thread's profile function off (the calibration).
+extern PyMethodDef g_call_unprofiled_def;
 /// _noop_trace(on): a do-nothing C trace function on the calling thread (benchmarks' floor).
 extern PyMethodDef g_noop_trace_def;
 /// "settrace" or "sys.monitoring".

@@ -30,6 +30,10 @@ class Backend(enum.StrEnum):
 
 ARTIFACTS = {Backend.TORCH: "torch_trace.json", Backend.VIZTRACER: "viztracer.json"}
 
+# Backends whose window is open in this process (LineProfiler refuses to start inside one; it
+# looks here through sys.modules, without importing accounting).
+RUNNING_WINDOWS: set[str] = set()
+
 
 def parse_backend(backend: Any) -> Backend | None:
     """``None``, a :class:`Backend` or its string value; anything else is a ValueError."""
@@ -161,12 +165,14 @@ class BackendWindow:
             return
         self._handle = handle
         self.state = "running"
+        RUNNING_WINDOWS.add(self.backend.value)
         self.started_at = self.entries
         self._record()
 
     def _stop(self) -> None:
         handle, self._handle = self._handle, None
         self.stopped_at = self.entries
+        RUNNING_WINDOWS.discard(self.backend.value)
         try:
             self.artifact.parent.mkdir(parents=True, exist_ok=True)
             if self.backend is Backend.TORCH:

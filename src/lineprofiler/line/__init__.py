@@ -2,12 +2,29 @@
 
 ``LineProfiler`` traces only code whose file lies under the project folder (by default the
 nearest ``.git`` above the working directory). See ``lineprofiler.line.profiler``.
+
+The names below are imported on first use, so that a followed child process (``_follow``)
+starts its tracer without loading the printers and the report code.
 """
 
 from __future__ import annotations
 
-from lineprofiler.line._scope import ProjectScope, find_project_folder
-from lineprofiler.line.profiler import LineProfiler
-from lineprofiler.line.stats import FunctionStats, LineStats
+import importlib
 
-__all__ = ["FunctionStats", "LineProfiler", "LineStats", "ProjectScope", "find_project_folder"]
+_WHERE = {
+    "FunctionStats": "lineprofiler.line.stats",
+    "LineProfiler": "lineprofiler.line.profiler",
+    "LineReport": "lineprofiler.line.report",
+    "LineStats": "lineprofiler.line.stats",
+    "ProjectScope": "lineprofiler.line._scope",
+    "find_project_folder": "lineprofiler.line._scope",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> object:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lineprofiler.line' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

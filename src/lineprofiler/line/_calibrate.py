@@ -2,12 +2,25 @@
 
 Every interval the tracer records contains the tracer's own work: the end of the callback that
 opened it, the start of the one that closed it, and every callback of the calls made inside it.
-The tracer counts those callbacks per line (line events, traced calls, untraced calls); this
-module measures what one line callback costs by timing a loop with and without tracing, and
-subtracts ``raw - line_ns * (line_events + 2 * traced_calls + 2 * untraced_calls)``: a call
-costs two callbacks, each at least as much work as a line callback, so this is a lower bound of
-the tracer's own time inside the interval (LINEPROFILER_LINE_OVERHEAD_NS="line,call,untraced"
-overrides the three costs).
+The tracer counts those callbacks per line (line events, traced calls, untraced calls), and
+``raw - line_ns * (line_events + 2 * traced_calls + 2 * untraced_calls)`` is printed: a call
+costs two callbacks, each at least as much work as a line callback.
+
+Printed times must never fall below the truth, so ``line_ns`` is built to be a lower bound of
+the real cost of a line callback, even on a busy machine:
+
+* it is the minimum over short batches (a few hundred iterations, tens of microseconds, which
+  a preemption rarely hits) of ``best traced - best untraced`` of one loop, interleaved;
+* that measurement is repeated (at most ``MAX_CALIBRATIONS`` times per process, each time a
+  profiler's results are read) and the smallest value seen is kept;
+* only ``SAFETY`` (90%) of it is used, since a calibration run on a contended core can still be
+  slower than the block it is applied to;
+* :func:`capped` re-checks it against the block's own raw times: a calibration taken while the
+  machine was slower than during the block is scaled down to the block's own speed.
+
+The calibration runs with the profile hook of another profiler (cProfile, ...) suspended, so it
+never shows in the user's profile, and costs a few milliseconds. LINEPROFILER_LINE_OVERHEAD_NS=
+"line,call,untraced" overrides the three costs.
 
 This file is the calibration's traced code: the calibration tracer accepts only this file.
 """
@@ -15,11 +28,17 @@ This file is the calibration's traced code: the calibration tracer accepts only 
 from __future__ import annotations
 
 import os
-import statistics
+import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 
 from lineprofiler import _core
+
+SAFETY = 0.9
+MAX_CALIBRATIONS = 5
+BATCH = 400  # iterations of the calibration loop per timed run
+ROUNDS = 24  # interleaved (untraced, traced) runs per calibration
 
 
 def _loop(n):
@@ -37,62 +56,124 @@ class Overhead:
     call_ns: float = 0.0
     foreign_ns: float = 0.0
     source: str = "none"  # "measured", "env" (LINEPROFILER_LINE_OVERHEAD_NS) or "none"
+    share: float = 1.0  # the tracer's share of the cheapest line interval (see capped())
 
     def of(self, lines: int, calls: int, foreign: int) -> float:
         return lines * self.line_ns + calls * self.call_ns + foreign * self.foreign_ns
 
 
-def _added(tracer, fn, n, rounds):
-    """Median over rounds of (traced - untraced) run time of fn(n), in ns, and the callbacks
-    of one traced run (or best traced - best untraced when smaller). Each round times the two
-    back to back, so slow drifts of a shared machine cancel; the median discards rounds that a
-    preemption hit."""
-    diffs, plains, traceds = [], [], []
-    counts = (0, 0, 0)
-    for _ in range(rounds):
+def _cheapest_interval(rows: Iterable[tuple[int, ...]], min_hits: int = 1) -> float | None:
+    """raw ns per callback of the cheapest call-free line (of min_hits hits or more) among the
+    tracer's result rows."""
+    best = None
+    for _line, hits, raw_ns, n_lines, n_calls, n_foreign, *_callees in rows:
+        if n_lines and not n_calls and not n_foreign and hits >= min_hits:
+            per = raw_ns / n_lines
+            best = per if best is None else min(best, per)
+    return best
+
+
+def _once(tracer) -> tuple[float, float] | None:
+    """One calibration over ROUNDS short batches: ((best traced - best untraced) / line events,
+    that cost / the cheapest line interval of the best traced batch: the share of a cheap
+    line's measured time that is the tracer's, which a uniform slowdown leaves unchanged)."""
+    plain = traced = None
+    events = 0
+    share = None
+    for _ in range(ROUNDS):
         t0 = time.perf_counter_ns()
-        fn(n)
-        plain = time.perf_counter_ns() - t0
-        tracer.clear()
+        _loop(BATCH)
+        p = time.perf_counter_ns() - t0
         tracer.enable()
         try:
+            _loop(2)  # 3.12+: enabling re-instruments code at its next run: not a line's cost
+            tracer.clear()
             t0 = time.perf_counter_ns()
-            fn(n)
-            traced = time.perf_counter_ns() - t0
+            _loop(BATCH)
+            t = time.perf_counter_ns() - t0
+            events = tracer.events[0]
         finally:
             tracer.disable()
-        counts = tracer.events
-        diffs.append(traced - plain)
-        plains.append(plain)
-        traceds.append(traced)
-    # Two estimates, each robust to a different kind of noise; the smaller one is kept because
-    # subtracting too little only leaves times inflated (as raw times are), while subtracting
-    # too much would print times below the truth.
-    return min(statistics.median(diffs), min(traceds) - min(plains)), counts
+        plain = p if plain is None else min(plain, p)
+        if traced is None or t < traced:
+            traced = t
+            # the loop's lines (not `total = 0`, whose interval is nearly all tracer)
+            share = _cheapest_interval(
+                (row for _code, rows in tracer.results() for row in rows), min_hits=BATCH
+            )
+    if not events or plain is None or traced is None:
+        return None
+    line_ns = max(0.0, (traced - plain) / events)
+    return line_ns, min(1.0, line_ns / share) if share else 1.0
 
 
-_cached: Overhead | None = None
+def _without_other_profilers(fn):
+    """fn() with another profiler's hooks (PyEval_SetProfile; sys.monitoring's profiler tool)
+    off, so the calibration is not part of the user's profile."""
+    mon = getattr(sys, "monitoring", None)
+    tool = getattr(mon, "PROFILER_ID", 2) if mon is not None else None
+    events = mon.get_events(tool) if mon is not None and mon.get_tool(tool) else 0
+    if events:
+        mon.set_events(tool, 0)
+    try:
+        return _core._call_unprofiled(fn)
+    finally:
+        if events:
+            mon.set_events(tool, events)
 
 
-def measure(n: int = 10000, rounds: int = 25) -> Overhead:
-    """Measures the per-callback costs (about 50-100 ms once per process; cached)."""
-    global _cached
-    if _cached is not None:
-        return _cached
-    env = os.environ.get("LINEPROFILER_LINE_OVERHEAD_NS")
-    if env:
-        parts = [float(x) for x in env.split(",")] + [0.0, 0.0]
-        _cached = Overhead(parts[0], parts[1], parts[2], "env")
-        return _cached
+_line_ns: float | None = None  # the smallest per-line cost measured in this process
+_share: float | None = None  # the smallest tracer's share of a cheap line's interval
+_calibrations = 0
+_env: Overhead | None = None
+
+
+def _calibrate() -> tuple[float, float] | None:
     here = os.path.realpath(__file__)
     tracer = _core.LineTracer(lambda f: os.path.realpath(f) == here, "lineprofiler-calibration")
-    _loop(100)  # warm up
-    added, (lines, _calls_, _foreign) = _added(tracer, _loop, n, rounds)
-    line_ns = max(0.0, added / max(lines, 1))
-    # A call costs two callbacks (entry and exit), each at least a line callback's work. The
-    # full cost of a call measured the same way swings 2x between processes on a shared
-    # machine, so only this lower bound is subtracted: printed times may stay a little
-    # inflated, but are never pushed below the truth by a noisy calibration.
-    call_ns = foreign_ns = 2.0 * line_ns
-    _cached = Overhead(line_ns, call_ns, foreign_ns, "measured")
-    return _cached
+    _loop(BATCH)  # warm up
+    tracer.enable()
+    try:
+        _loop(10)  # the first decision (the filter) is paid here
+    finally:
+        tracer.disable()
+    return _once(tracer)
+
+
+def measure() -> Overhead:
+    """The per-callback costs: a lower bound (see the module doc); a few ms for each of the first
+    MAX_CALIBRATIONS calls in a process, then cached."""
+    global _line_ns, _share, _calibrations, _env
+    env = os.environ.get("LINEPROFILER_LINE_OVERHEAD_NS")
+    if env:
+        if _env is None:
+            parts = [float(x) for x in env.split(",")] + [0.0, 0.0]
+            _env = Overhead(parts[0], parts[1], parts[2], "env")
+        return _env
+    if _calibrations < MAX_CALIBRATIONS:
+        _calibrations += 1
+        value = _without_other_profilers(_calibrate)
+        if value is not None:
+            _line_ns = value[0] if _line_ns is None else min(_line_ns, value[0])
+            _share = value[1] if _share is None else min(_share, value[1])
+    line_ns = SAFETY * (_line_ns or 0.0)
+    # A call costs two callbacks (entry and exit), each at least a line callback's work.
+    return Overhead(line_ns, 2.0 * line_ns, 2.0 * line_ns, "measured", _share or 1.0)
+
+
+def capped(overhead: Overhead, rows: Iterable[tuple[int, ...]]) -> Overhead:
+    """overhead, re-checked against the block's own raw times (rows: the tracer's result rows).
+
+    A calibration run while the machine was slower than during the block (a busy SMT sibling,
+    a lower clock) measures a per-callback cost too high by the slowdown. The slowdown leaves
+    the tracer's share of a cheap line's interval unchanged, so the cost is capped at that share
+    of the block's cheapest call-free line interval: exact when that line is as cheap as the
+    calibration loop's, lower when it is cheaper; a block whose lines are all dearer relies on
+    the calibration's own margins (minimum over batches and calibrations, SAFETY)."""
+    cheapest = _cheapest_interval(rows)
+    if cheapest is None or overhead.source != "measured":
+        return overhead
+    limit = SAFETY * overhead.share * cheapest  # (with the same margin as the calibration)
+    if limit >= overhead.line_ns:
+        return overhead
+    return replace(overhead, line_ns=limit, call_ns=2.0 * limit, foreign_ns=2.0 * limit)

@@ -10,6 +10,8 @@ The rule (documented in the README):
   library directories (stdlib, site-packages, user site), inside any virtual environment (a
   directory holding ``pyvenv.cfg``), under a ``site-packages``/``dist-packages`` directory, or
   in the lineprofiler package itself.
+* Folders given as ``paths=`` (``--path``) are traced whole, even inside site-packages or a
+  virtual environment; functions given to ``add_function`` are traced wherever they live.
 * Code from ``exec``/``eval``/``<string>``, frozen modules and notebook cells is skipped unless its
   file name maps to such a file.
 """
@@ -20,13 +22,20 @@ import os
 import site
 import sys
 import sysconfig
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from pathlib import Path
 
 _PACKAGE_DIRS = ("site-packages", "dist-packages", "__pypackages__")
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # lineprofiler/
 
 
 def find_project_folder(start: str | os.PathLike[str] | None = None) -> Path:
     """The nearest ancestor of ``start`` (default: the working directory) holding ``.git``."""
+    from pathlib import Path
+
     here = Path(os.path.realpath(start if start is not None else os.getcwd()))
     for folder in (here, *here.parents):
         if (folder / ".git").exists():
@@ -56,7 +65,7 @@ def _interpreter_dirs() -> set[str]:
         dirs.add(user_site)
     for prefix in (sys.prefix, sys.exec_prefix):
         dirs.add(prefix)  # a virtual environment (only excluded when it does not hold the project)
-    dirs.add(str(Path(__file__).resolve().parents[1]))  # the lineprofiler package
+    dirs.add(_PACKAGE)  # the lineprofiler package
     return {os.path.realpath(d) for d in dirs}
 
 
@@ -67,15 +76,29 @@ def _is_under(path: str, folder: str) -> bool:
 class ProjectScope:
     """``scope(filename) -> bool``: whether code from ``filename`` is traced (see module doc)."""
 
-    def __init__(self, project_folder: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        project_folder: str | os.PathLike[str],
+        extra: Iterable[str | os.PathLike[str]] = (),
+        also: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.also = also  # accepts more file names (the IPython extension: notebook cells)
         self.folder = os.path.realpath(os.fspath(project_folder))
+        # Folders named explicitly (paths=, --path) are traced whole, site-packages included;
+        # only the lineprofiler package itself stays out.
+        self.extra = sorted({os.path.realpath(os.fspath(p)) for p in extra})
+        self._package = _PACKAGE
         # Exclusions that contain the project folder itself are dropped: a project that lives in
         # an excluded place was asked for explicitly.
         self.excluded = sorted(
             d for d in _interpreter_dirs() if not _is_under(self.folder, d) and d != os.sep
         )
         self._venv_dirs: dict[str, bool] = {}
-        self.key = "project:" + self.folder + "|" + "|".join(self.excluded)
+        self.key = (
+            "project:" + self.folder + "|" + "|".join(self.excluded) + "|+" + "|+".join(self.extra)
+        )
+        if also is not None:
+            self.key += f"|also:{id(also):x}"
 
     def _in_venv_or_packages(self, path: str) -> bool:
         rel = os.path.relpath(os.path.dirname(path), self.folder)
@@ -95,9 +118,13 @@ class ProjectScope:
         return False
 
     def __call__(self, filename: str) -> bool:
+        if self.also is not None and filename and self.also(filename):
+            return True
         if not filename or filename.startswith("<"):
             return False
         path = os.path.realpath(os.path.abspath(filename))
+        if any(_is_under(path, d) and path != d for d in self.extra):
+            return not _is_under(path, self._package) and os.path.isfile(path)
         if not _is_under(path, self.folder) or path == self.folder:
             return False
         if any(_is_under(path, d) for d in self.excluded):

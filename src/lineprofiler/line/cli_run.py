@@ -1,7 +1,9 @@
-"""``lineprofiler run script.py [args]`` / ``lineprofiler run -m module [args]``.
+"""``lineprofiler run [options] script.py [args]`` / ``lineprofiler run [options] -m module [args]``.
 
 Runs a script or module under a LineProfiler scoped to the project folder and prints the top
-lines across all functions (and, with --per-function, one table per function).
+lines across all functions (and, with --per-function, one table per function). As with
+``python`` and kernprof, everything after the script or ``-m MODULE`` belongs to it: only the
+options before it are ours (``split_argv``).
 """
 
 from __future__ import annotations
@@ -11,8 +13,21 @@ import os
 import runpy
 import sys
 import traceback
+from collections.abc import Sequence
 
 HELP = "run a script (or -m module) under the line profiler and print its slowest lines"
+
+# Our options that take a value (the value is not the script).
+_WITH_VALUE = {
+    "--project-folder",
+    "--path",
+    "--top",
+    "--min-time-us",
+    "--sort",
+    "--by",
+    "--json",
+    "--unit",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,11 +37,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="trace code under DIR (default: the nearest .git above the working directory)",
     )
+    parser.add_argument(
+        "--path",
+        dest="paths",
+        action="append",
+        metavar="DIR",
+        help="trace code under DIR too (repeatable; site-packages folders included)",
+    )
     parser.add_argument("--top", type=int, default=30, metavar="N", help="lines to show (30)")
     parser.add_argument(
         "--min-time-us", type=float, default=0.0, metavar="US", help="hide faster lines"
     )
-    parser.add_argument("--sort", choices=("time", "hits", "line"), default="time")
+    parser.add_argument(
+        "--by",
+        "--sort",
+        dest="sort",
+        choices=("time", "self", "hits", "line"),
+        default="time",
+        help="rank lines by time (with callees), self time (without traced callees), hits or "
+        "line (default: time)",
+    )
+    parser.add_argument(
+        "--unit", choices=("ns", "us", "ms", "s"), default="us", help="time unit (default: us)"
+    )
     parser.add_argument(
         "--per-function", action="store_true", help="also print one table per function"
     )
@@ -34,21 +67,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--raw", action="store_true", help="do not subtract the tracer's calibrated cost"
     )
-    parser.add_argument("target", nargs="?", help="the script to run")
-    parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
+    parser.add_argument(
+        "--no-follow",
+        action="store_true",
+        help="do not trace child Python processes (multiprocessing, subprocess)",
+    )
+    parser.add_argument("target", nargs="?", help="the script to run, then its arguments")
+
+
+def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(our arguments incl. the script or -m MODULE, the target's arguments)."""
+    argv = list(argv)
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return argv[: i + 2], argv[i + 2 :]
+        if arg == "-m":
+            return argv[: i + 2], argv[i + 2 :]
+        if arg.startswith("-m") and not arg.startswith("--"):  # -mMODULE
+            return argv[: i + 1], argv[i + 1 :]
+        if arg in _WITH_VALUE:
+            i += 2
+            continue
+        if not arg.startswith("-") or arg == "-":
+            return argv[: i + 1], argv[i + 1 :]
+        i += 1
+    return argv, []
 
 
 def main(args: argparse.Namespace) -> int:
-    from lineprofiler.line import LineProfiler
+    from lineprofiler.line import LineProfiler, _follow
 
     if not args.module and not args.target:
         print("lineprofiler run: give a script or -m MODULE", file=sys.stderr)
         return 2
-    argv_rest = list(args.args)
-    if args.module and args.target:  # `run -m mod arg1 ...`: the first arg landed in target
-        argv_rest.insert(0, args.target)
-    profiler = LineProfiler(args.project_folder, subtract_overhead=not args.raw)
+    argv_rest = list(getattr(args, "target_argv", None) or [])
+    profiler = LineProfiler(
+        args.project_folder, paths=args.paths or (), subtract_overhead=not args.raw
+    )
+    follow = None if args.no_follow else _follow.Follow(profiler)
+    pid = os.getpid()
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
+    stdout = sys.stdout
+    try:  # the target may close sys.stdout (json.tool does): keep a way to print after it
+        saved_fd: int | None = os.dup(stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        saved_fd = None
     exit_code = 0
     try:
         if args.module:
@@ -74,14 +139,51 @@ def main(args: argparse.Namespace) -> int:
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path and sys.path[0] != saved_path0:
             sys.path.pop(0)
-    sys.stdout.flush()
-    out = sys.stdout
+    if os.getpid() != pid:  # a child forked by the target (os.fork) ended: save, do not print
+        if saved_fd is not None:
+            os.close(saved_fd)
+        _follow.finish_child()
+        return exit_code
+    out = sys.stdout if not sys.stdout.closed else stdout
+    if out.closed and saved_fd is not None:
+        out = open(saved_fd, "w", closefd=True)  # noqa: SIM115 - closed below
+        saved_fd = None
+    elif saved_fd is not None:
+        os.close(saved_fd)
+        saved_fd = None
+    report = profiler.report()
+    if follow is not None:
+        for child in follow.collect():
+            report.merge(child)
+    try:
+        exit_code = _print(report, args, out, exit_code)
+    finally:
+        if out is not sys.stdout and out is not stdout:
+            out.close()
+    return exit_code
+
+
+def _print(report, args: argparse.Namespace, out, exit_code: int) -> int:
+    from lineprofiler.line.printers import print_function_stats, print_top_lines
+
+    out.flush()
     out.write("\n")
-    profiler.print_global_top_stats(
-        top_n=args.top, min_time_us=args.min_time_us, sort_by=args.sort, stream=out
+    print_top_lines(
+        report,
+        top_n=args.top,
+        min_time_us=args.min_time_us,
+        sort_by=args.sort,
+        unit=args.unit,
+        stream=out,
     )
     if args.per_function:
-        profiler.print_stats(min_time_us=args.min_time_us, sort_by="line", stream=out)
+        print_function_stats(
+            report,
+            min_time_us=args.min_time_us,
+            sort_by="self" if args.sort == "self" else "line",
+            unit=args.unit,
+            stream=out,
+        )
     if args.json:
-        profiler.dump_json(args.json)
+        report.dump(args.json)
     return exit_code

@@ -2,48 +2,94 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
 import sys
 import threading
 import warnings
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from lineprofiler import _core
 from lineprofiler.line import _calibrate
 from lineprofiler.line._scope import ProjectScope, find_project_folder
 from lineprofiler.line.printers import print_function_stats, print_top_lines
-from lineprofiler.line.stats import FunctionKey, FunctionStats, build_stats
+from lineprofiler.line.report import JSON_SCHEMA_VERSION, LineReport
+from lineprofiler.line.stats import FunctionKey, FunctionStats, TracerResults, build_stats
 
-JSON_SCHEMA_VERSION = 1
+__all__ = ["JSON_SCHEMA_VERSION", "LineProfiler"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class LineProfiler:
     """Line-by-line tracing of the code under ``project_folder`` while the profiler is active.
 
     ``project_folder=None`` walks up from the working directory to the nearest ``.git``.
-    ``subtract_overhead=True`` subtracts the tracer's calibrated own cost from printed times
-    (``LineStats.raw_time_ns`` keeps the measured value).
+    ``paths`` adds folders to trace (named explicitly, they are traced even inside
+    site-packages); ``add_function(f)`` / ``@profile`` add single functions from anywhere.
+    ``subtract_overhead=True`` subtracts a lower bound of the tracer's own cost from printed
+    times (``LineStats.raw_time_ns`` keeps the measured value).
 
     Only one LineProfiler can be active at a time, and none while another trace function
-    (debugger, coverage, ``line_profiler``) is installed: ``enable()``/``with`` raise
-    ``RuntimeError`` instead of silently corrupting either tracer.
+    (debugger, coverage, ``line_profiler``) or heavy profiler (VizTracer, accounting's backend
+    window) runs: ``enable()``/``with`` raise ``RuntimeError`` instead of silently corrupting
+    either tracer.
     """
 
     def __init__(
         self,
         project_folder: str | os.PathLike[str] | None = None,
         *,
+        paths: Iterable[str | os.PathLike[str]] = (),
         subtract_overhead: bool = True,
+        _also_trace: Callable[[str], bool] | None = None,
     ) -> None:
         folder = find_project_folder() if project_folder is None else Path(project_folder)
         self.project_folder = Path(os.path.realpath(folder))
+        self.paths = [Path(os.path.realpath(p)) for p in paths]
         self.subtract_overhead = subtract_overhead
-        self._scope = ProjectScope(self.project_folder)
+        self._scope = ProjectScope(self.project_folder, extra=self.paths, also=_also_trace)
         self._tracer = _core.LineTracer(self._scope, self._scope.key)
         self._thread_hook_set = False
         self._previous_thread_hook: Any = None
+        self._gaps_at_enable = 0
+        self._profile_depth = 0
+
+    # ---- scope ----
+
+    def add_function(self, func: Callable[..., Any]) -> None:
+        """Traces func's code wherever it lives (site-packages included), as kernprof does."""
+        target = inspect.unwrap(getattr(func, "__func__", func))
+        code = getattr(target, "__code__", None)
+        if code is None:
+            raise TypeError(f"add_function: {func!r} has no Python code to trace")
+        self._tracer.add_code(code)
+
+    def profile(self, func: F) -> F:
+        """Decorator: add_function(func), and trace while func runs (when not already active)."""
+        self.add_function(func)
+        if inspect.isgeneratorfunction(func) or inspect.iscoroutinefunction(func):
+            return func  # a suspended call cannot hold the tracer: trace it inside a block
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if self._profile_depth == 0 and (self.active or _core.line_tracer_active()):
+                return func(*args, **kwargs)
+            if self._profile_depth == 0:
+                self.enable()
+            self._profile_depth += 1
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self._profile_depth -= 1
+                if self._profile_depth == 0:
+                    self.disable()
+
+        return wrapper  # type: ignore[return-value]
 
     # ---- lifecycle ----
 
@@ -52,8 +98,16 @@ class LineProfiler:
         return self._tracer.active
 
     def enable(self) -> None:
-        """Starts tracing (the calling thread, and threads started while active)."""
+        """Starts tracing every thread (on 3.11, a thread running another trace function is
+        skipped and counted in the output)."""
+        why = _heavy_profiler_running()
+        if why:
+            raise RuntimeError(
+                f"{why}: LineProfiler cannot run alongside another tracing profiler; "
+                "stop it first (one heavy profiler at a time)"
+            )
         self._tracer.enable()
+        self._gaps_at_enable = self._tracer.gaps[0]
         if _core.LINE_TRACER_MECHANISM == "settrace":
             self._previous_thread_hook = threading.gettrace()
             threading.settrace(_core._thread_hook)
@@ -71,6 +125,14 @@ class LineProfiler:
             warnings.warn(
                 "another trace function replaced LineProfiler's while it was active; the "
                 "statistics stop where it was replaced (it was left installed)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        gaps = max(0, self._tracer.gaps[0] - self._gaps_at_enable)
+        if gaps:
+            warnings.warn(
+                f"another trace function displaced LineProfiler's {gaps} time(s) inside the block "
+                "and gave it back: the code that ran meanwhile is missing from the statistics",
                 RuntimeWarning,
                 stacklevel=3,
             )
@@ -93,60 +155,61 @@ class LineProfiler:
 
     # ---- results ----
 
-    def _overhead(self) -> _calibrate.Overhead | None:
+    def _overhead(self, results: TracerResults) -> _calibrate.Overhead | None:
         if not self.subtract_overhead:
             return None
         if _core.line_tracer_active() is not None or sys.gettrace() is not None:
             return None  # cannot calibrate while tracing; keep raw times
-        return _calibrate.measure()
+        rows = (row for _code, code_rows in results for row in code_rows)
+        return _calibrate.capped(_calibrate.measure(), rows)
 
-    def get_stats(self) -> dict[FunctionKey, FunctionStats]:
-        """The FunctionStats of every traced function, keyed by (filename, first line, name)."""
-        return build_stats(self._tracer.results(), self._overhead())
-
-    def block_time_ns(self) -> int:
-        """Wall time spent inside the block(s) since clear(), less the tracer's estimated cost."""
-        enabled = self._tracer.enabled_ns
-        overhead = self._overhead()
-        if overhead is None:
-            return enabled
-        return max(0, int(enabled - overhead.of(*self._tracer.events)))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The statistics as JSON-ready data (see the README for the fields)."""
-        overhead = self._overhead()
-        stats = build_stats(self._tracer.results(), overhead)
+    def report(self) -> LineReport:
+        """The results as plain data (what the printers and to_dict() use)."""
+        results = self._tracer.results()
+        overhead = self._overhead(results)
         lines, calls, foreign = self._tracer.events
-        return {
-            "schema_version": JSON_SCHEMA_VERSION,
-            "project_folder": str(self.project_folder),
-            "python": sys.version.split()[0],
-            "mechanism": _core.LINE_TRACER_MECHANISM,
-            "clock": _core.wall_clock_name(),
-            "block_wall_ns": self._tracer.enabled_ns,
-            "events": {"lines": lines, "traced_calls": calls, "untraced_calls": foreign},
-            "overhead_subtracted": overhead is not None,
-            "overhead_ns_per_event": None
+        enabled = self._tracer.enabled_ns
+        displaced, skipped = self._tracer.gaps
+        return LineReport(
+            project_folder=str(self.project_folder),
+            functions=build_stats(results, overhead),
+            block_wall_ns=enabled,
+            block_ns=enabled
+            if overhead is None
+            else max(0, int(enabled - overhead.of(lines, calls, foreign))),
+            events={"lines": lines, "traced_calls": calls, "untraced_calls": foreign},
+            gaps={"displacements": displaced, "threads_skipped": skipped},
+            overhead_ns_per_event=None
             if overhead is None
             else {
                 "line": overhead.line_ns,
                 "call": overhead.call_ns,
                 "untraced_call": overhead.foreign_ns,
             },
-            "functions": [
-                fs.to_dict() for fs in sorted(stats.values(), key=lambda f: -f.total_time_ns)
-            ],
-        }
+            python=sys.version.split()[0],
+            mechanism=_core.LINE_TRACER_MECHANISM,
+            clock=_core.wall_clock_name(),
+            paths=[str(p) for p in self.paths],
+        )
+
+    def get_stats(self) -> dict[FunctionKey, FunctionStats]:
+        """The FunctionStats of every traced function, keyed by (filename, first line, name)."""
+        return self.report().functions
+
+    def block_time_ns(self) -> int:
+        """Wall time spent inside the block(s) since clear(), less the tracer's estimated cost."""
+        return self.report().block_ns
+
+    def to_dict(self) -> dict[str, Any]:
+        """The statistics as JSON-ready data (see the README for the fields)."""
+        return self.report().to_dict()
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
     def dump_json(self, path: str | os.PathLike[str]) -> None:
         """Writes to_json() to path (atomically: a temporary file, then rename)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(self.to_json())
-        os.replace(tmp, path)
+        self.report().dump(path)
 
     def print_stats(
         self,
@@ -154,16 +217,18 @@ class LineProfiler:
         top_n_lines: int | None = None,
         sort_by: str = "line",
         *,
+        by: str | None = None,
+        unit: str = "us",
         stream: TextIO | None = None,
     ) -> None:
-        """Per-function tables. sort_by: "time", "hits" or "line" (source order)."""
+        """Per-function tables (kernprof's layout; whole bodies in source order).
+        sort_by / by: "line" (source order), "time", "self" or "hits"; unit: ns, us, ms, s."""
         print_function_stats(
-            self.get_stats(),
+            self.report(),
             min_time_us=min_time_us,
             top_n_lines=top_n_lines,
-            sort_by=sort_by,
-            header=self._header(),
-            root=str(self.project_folder),
+            sort_by=by or sort_by,
+            unit=unit,
             stream=stream or sys.stdout,
         )
 
@@ -173,29 +238,34 @@ class LineProfiler:
         min_time_us: float = 0.0,
         sort_by: str = "time",
         *,
+        by: str | None = None,
+        unit: str = "us",
         stream: TextIO | None = None,
     ) -> None:
-        """The top_n lines across all functions. sort_by: "time", "hits" or "line"."""
+        """The top_n lines across all functions. sort_by / by: "time" (with callees), "self"
+        (without traced callees), "hits" or "line"; unit: ns, us, ms, s."""
         print_top_lines(
-            self.get_stats(),
+            self.report(),
             top_n=top_n,
             min_time_us=min_time_us,
-            sort_by=sort_by,
-            block_ns=self.block_time_ns(),
-            header=self._header(),
-            root=str(self.project_folder),
+            sort_by=by or sort_by,
+            unit=unit,
             stream=stream or sys.stdout,
         )
 
-    def _header(self) -> str:
-        overhead = self._overhead()
-        note = (
-            "times less the tracer's calibrated cost "
-            f"({overhead.line_ns:.0f} ns/line, {overhead.call_ns:.0f} ns/call)"
-            if overhead is not None
-            else "raw times (tracer cost included)"
-        )
-        return (
-            f"LineProfiler: {self.project_folder} | block {self.block_time_ns() / 1e6:.3f} ms | "
-            f"{note}"
-        )
+
+def _heavy_profiler_running() -> str | None:
+    """Why another heavy profiler is running (accounting's backend window, VizTracer), or None."""
+    backends = sys.modules.get("lineprofiler.accounting.backends")
+    running = sorted(getattr(backends, "RUNNING_WINDOWS", ()) or ())
+    if running:
+        return f"accounting's backend={running[0]!r} window is open"
+    profile = sys.getprofile()  # 3.11: VizTracer installs its tracer as the profile function
+    if profile is not None and type(profile).__module__.split(".")[0] == "viztracer":
+        return "VizTracer is running"
+    monitoring = getattr(sys, "monitoring", None)  # 3.12+: VizTracer is a sys.monitoring tool
+    if monitoring is not None:
+        for tool in range(6):
+            if (monitoring.get_tool(tool) or "").lower().startswith("viztracer"):
+                return "VizTracer is running"
+    return None

@@ -21,7 +21,7 @@ from lineprofiler.report.fold import Folded, Partial
 from lineprofiler.report.model import Attempt, MergedPhase, MergedRun, Path_, Role
 from lineprofiler.report.parallel import fold_run
 from lineprofiler.report.reduce import load_host
-from lineprofiler.runfile.layout import worker_files
+from lineprofiler.runfile.layout import WORKERS_DIR, worker_files
 from lineprofiler.runfile.summary import SUMMARIES_DIR
 from lineprofiler.runfile.worker_doc import Worker
 
@@ -35,10 +35,22 @@ class RunError(Exception):
     """The directory cannot be reported at all (missing, empty, not a run, nothing readable)."""
 
 
+_NOT_ENABLED = (
+    "was profiling enabled? A profiler writes only when enabled: Profiler(..., enabled=True), "
+    "or LINEPROFILER_PROFILE=1 in its environment, or the command run under "
+    "`lineprofiler record -- python ...`"
+)
+
+
 def check_run_dir(run_dir: Path) -> list[Path]:
+    """The run's worker files; ``RunError`` saying what to do when there are none."""
     if not run_dir.exists():
-        raise RunError(f"{run_dir}: no such directory")
+        raise RunError(f"{run_dir}: no such directory ({_NOT_ENABLED})")
     if not run_dir.is_dir():
+        if run_dir.name.startswith("w_") and run_dir.parent.parent.name == "workers":
+            raise RunError(
+                f"{run_dir}: a worker file; pass its run directory, {run_dir.parent.parent.parent}"
+            )
         raise RunError(f"{run_dir}: not a directory")
     files = worker_files(run_dir)
     if files:
@@ -48,15 +60,27 @@ def check_run_dir(run_dir: Path) -> list[Path]:
     except OSError as exc:
         raise RunError(f"{run_dir}: cannot list it ({exc.strerror})") from None
     if not entries:
-        raise RunError(f"{run_dir}: the directory is empty (no profiled process wrote to it)")
-    if (run_dir / "workers").is_dir():
+        raise RunError(
+            f"{run_dir}: the directory is empty: no profiled process wrote to it ({_NOT_ENABLED})"
+        )
+    if (run_dir / WORKERS_DIR).is_dir():
         raise RunError(f"{run_dir}: a run directory with no worker files under workers/")
-    hint = ""
-    if run_dir.name == "workers":
-        hint = f" (pass the run directory, {run_dir.parent})"
-    elif run_dir.parent.name == "workers":
-        hint = f" (pass the run directory, {run_dir.parent.parent})"
-    raise RunError(f"{run_dir}: not a lineprofiler run (no workers/<host>/w_*.json inside){hint}")
+    if run_dir.name == WORKERS_DIR:
+        raise RunError(
+            f"{run_dir}: not a lineprofiler run (pass the run directory, {run_dir.parent})"
+        )
+    if run_dir.parent.name == WORKERS_DIR:
+        raise RunError(
+            f"{run_dir}: not a lineprofiler run (pass the run directory, {run_dir.parent.parent})"
+        )
+    inside = sorted(e.name for e in entries if e.is_dir() and worker_files(e))
+    if inside:
+        shown = ", ".join(str(run_dir / n) for n in inside[:10])
+        more = f" and {len(inside) - 10} more" if len(inside) > 10 else ""
+        raise RunError(
+            f"{run_dir}: not a run directory itself, but it holds {len(inside)}: {shown}{more}"
+        )
+    raise RunError(f"{run_dir}: not a lineprofiler run (no workers/<host>/w_*.json inside)")
 
 
 # -- the merge --

@@ -1,0 +1,95 @@
+"""``lineprofiler record [--role R] [--run-dir D] -- COMMAND ...``: profile a run, then report it.
+
+Sets ``LINEPROFILER_PROFILE=1``, ``LINEPROFILER_RUN_DIR`` (absolute) and, with ``--role``,
+``LINEPROFILER_ROLE`` for the command and every process it starts, runs it, and prints the report
+of the run directory when it ends. The command's exit status is ``record``'s (a report that cannot
+be made is said on stderr, and changes it only when the command itself succeeded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from lineprofiler.report.cli_report import emit, fail, internal_error
+from lineprofiler.report.merge import RunError, merge_run
+from lineprofiler.runfile.layout import ENV_PROFILE, ENV_ROLE, ENV_RUN_DIR, ENV_RUN_ID
+
+HELP = "Run a command with profiling enabled, then print the report of its run."
+EXAMPLES = """\
+examples:
+  lineprofiler record -- python train.py --epochs 3
+  lineprofiler record --role learner --run-dir runs/today -- python learner.py
+  lineprofiler record --json -- torchrun --nproc-per-node 4 train.py > report.json
+
+The command's processes join the run by building Profiler(role=...) (or calling
+accounting.phase()); nothing else needs configuring.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--run-dir",
+        default="profile",
+        metavar="DIR",
+        help="where the run's files go (default: profile, under the current directory)",
+    )
+    parser.add_argument("--role", metavar="R", help="the role of processes that set none")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--no-samples", action="store_true", help="phases only: leave out the resource blocks"
+    )
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
+
+
+def main(args: argparse.Namespace) -> int:
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        return fail("record", "no command to run (usage: lineprofiler record -- python train.py)")
+    run_dir = Path(args.run_dir).absolute()
+    env = dict(os.environ)
+    env[ENV_PROFILE] = "1"
+    env[ENV_RUN_DIR] = str(run_dir)
+    env.pop(ENV_RUN_ID, None)  # a new run: its processes agree on an attempt among themselves
+    if args.role:
+        env[ENV_ROLE] = args.role
+    try:
+        proc = subprocess.Popen(command, env=env)
+    except OSError as exc:
+        return fail("record", f"cannot run {command[0]!r}: {exc.strerror or exc}")
+    # Ctrl-C reaches the command (same process group); wait for it to finish its own exit path.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        status = proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    rc = status if status >= 0 else 128 - status  # killed by a signal: as a shell reports it
+    print(f"lineprofiler record: {command[0]} exited with status {rc}", file=sys.stderr)
+    try:
+        run = merge_run(run_dir, with_samples=not args.no_samples)
+        if args.json:
+            from lineprofiler.report.json import render_json
+
+            out = render_json(run)
+        else:
+            from lineprofiler.report.text import render_text
+
+            out = render_text(run)
+    except RunError as exc:
+        fail(
+            "record",
+            f"{exc}. Did the command build a Profiler (or call accounting.phase())? Processes "
+            f"join the run through {ENV_PROFILE}=1 and {ENV_RUN_DIR}, which record set.",
+        )
+        return rc or 2
+    except Exception as exc:  # never a traceback on a user's terminal
+        internal_error("record", exc)
+        return rc or 1
+    emit(out)
+    return rc
