@@ -94,6 +94,13 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
             g,
             "_core.set_installed(None)",
         ),
+        # Nothing installed and no run named by the environment: the join hook is not armed, so
+        # this path is one extra null check (issue 14); against the disabled scope below.
+        "accounting.count(), nothing installed": (
+            "accounting.count('x', 1)",
+            g,
+            "_core.set_installed(None)",
+        ),
         "phase(), enabled=True, measure_cpu=False": ("with on_nocpu.phase('x'): pass", g),
         f"phase(), enabled=True, measure_cpu=True (cpu clock: {auto_tier})": (
             "with on_cpu.phase('x'): pass",
@@ -178,7 +185,7 @@ def main() -> int:
     call_floor = ns["floor: empty C method call, two arguments"]
     ratios: dict[str, float] = {}
     for name, v in ns.items():
-        base = call_floor if name == "count()" or "C method" in name else floor
+        base = call_floor if "count()" in name or "C method" in name else floor
         ratios[name] = v / base
     delta = (
         ns["accounting.phase(), installed, measure_cpu=False"]
@@ -196,6 +203,9 @@ def main() -> int:
     # against the disabled scope (the same protocol, no recording) an enabled one shows what
     # recording itself adds.
     same_protocol = enabled_ns / ns["phase(), enabled=False"]
+    # The module-level functions with nothing installed (join hook not armed) against a disabled
+    # profiler's phase(): the spec promises the same cost.
+    nothing_installed = ns["accounting.phase(), nothing installed"] / ns["phase(), enabled=False"]
     info = {
         "date": time.strftime("%Y-%m-%d"),
         "python": platform.python_version(),
@@ -212,6 +222,7 @@ def main() -> int:
                     "installed_dispatch_delta_ns": delta,
                     "wall_clock_cost": clock,
                     "enabled_nocpu_ratio_to_disabled_scope": same_protocol,
+                    "nothing_installed_ratio_to_disabled": nothing_installed,
                 },
                 indent=2,
             )
@@ -219,7 +230,7 @@ def main() -> int:
         return 0
     rows = []
     for name, v in ns.items():
-        base = "empty C call" if name == "count()" or "C method" in name else "floor"
+        base = "empty C call" if "count()" in name or "C method" in name else "floor"
         rows.append((name, v, f"{ratios[name]:.2f}x {base}"))
     print(
         table(
@@ -232,6 +243,10 @@ def main() -> int:
         f"two wall-clock reads ({info['wall_clock']}): {clock_pair_ns:.1f} ns = "
         f"{clock['two_reads_ratio_to_floor']:.2f}x floor; phase(), enabled=True, "
         f"measure_cpu=False without them: {clock['enabled_nocpu_less_clock_ratio']:.2f}x floor"
+    )
+    print(
+        f"accounting.phase() with nothing installed against phase(), enabled=False: "
+        f"{nothing_installed:.2f}x"
     )
     print(
         f"phase(), enabled=True, measure_cpu=False against phase(), enabled=False (the same "

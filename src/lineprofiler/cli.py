@@ -1,4 +1,4 @@
-"""The ``lineprofiler`` command: ``record``, ``report``, ``compare``, ``reduce``, ``run``, ``show``.
+"""The ``lineprofiler`` command: record, report, compare, attempts, reduce, run and show.
 
 Each subcommand lives in its own module exposing ``HELP``, ``add_arguments(parser)`` and
 ``main(args) -> int`` (and optionally ``EXAMPLES``, shown under its ``--help``); this file only
@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "record": "lineprofiler.report.cli_record",
     "report": "lineprofiler.report.cli_report",
     "compare": "lineprofiler.report.cli_compare",
+    "attempts": "lineprofiler.report.cli_attempts",
     "reduce": "lineprofiler.report.cli_reduce",
     "run": "lineprofiler.line.cli_run",
     "show": "lineprofiler.line.cli_show",

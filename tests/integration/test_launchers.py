@@ -85,6 +85,61 @@ def test_torch_distributed_run_with_four_cpu_processes(tmp_path):
     assert run.superseded[0].run_id != run.run_id
 
 
+# The ranks meet in a gloo barrier while their profilers are open: that they ran together is a fact
+# the test makes (c10d rendezvous; no parent profiler, no LINEPROFILER_RUN_ID).
+C10D_RANK_SCRIPT = """
+import sys
+import torch.distributed as dist
+from lineprofiler.accounting import Profiler
+
+p = Profiler(run_dir=sys.argv[1], role="trainer", enabled=True,
+             snapshot_interval_s=None, sample_interval_s=None)
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+for _ in range(rank + 1):
+    with p.phase("step"):
+        p.count("items", 2)
+dist.barrier()
+dist.destroy_process_group()
+p.close()
+"""
+
+
+@pytest.mark.parametrize("rdzv_id", [None, "fixed-job"])
+def test_torchrun_c10d_ranks_are_one_attempt_and_a_rerun_another(tmp_path, rdzv_id):
+    """torchrun --rdzv-backend=c10d: without --rdzv-id every rank makes its own run id
+    (TORCHELASTIC_RUN_ID=none), yet the four are one run; launched twice (with the same
+    --rdzv-id, or without one), the second launch is reported and the first named, not summed."""
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed (pip install torch==2.13.0)")
+    script = tmp_path / "c10d_rank.py"
+    script.write_text(C10D_RANK_SCRIPT)
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "4"]
+    cmd += ["--rdzv-backend=c10d", "--rdzv-endpoint=localhost:0"]
+    cmd += [f"--rdzv-id={rdzv_id}"] if rdzv_id else []
+    for _ in range(2):
+        proc = subprocess.run(
+            [*cmd, str(script), str(run_dir)],
+            cwd=tmp_path,
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    run = merge_run(run_dir, with_samples=False)
+    _check_ranks(run, "trainer", 4, "RANK")
+    if rdzv_id is None:
+        assert len({w.run_id for w in run.workers}) == 4  # four generated ids, one run
+    else:
+        assert {w.run_id for w in run.workers} == {run.run_id.split("~")[0]}
+        assert run.run_id.endswith("~2")
+    assert [a.workers for a in run.superseded] == [4]
+    assert [c.kind for c in run.caveats] == ["superseded_attempt"]
+    assert [a.workers for a in run.attempts] == [4, 4]
+
+
 def test_mpirun_with_four_ranks(tmp_path):
     mpirun = shutil.which("mpirun")
     if mpirun is None:

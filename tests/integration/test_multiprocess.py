@@ -132,8 +132,14 @@ def test_forked_child_gets_its_own_worker_empty_tree_and_clean_stack(tmp_path):
     assert ("outer", "inner") not in run.tree and run.tree[("setup",)].calls == 1
     ws = workers(tmp_path / "run")
     assert len(ws) == 4
-    assert roles(ws) == {"learner": 4}  # the parent's role, inherited with the profiler
+    # its own role group, never compared with its parent in imbalance or straggler rows
+    assert roles(ws) == {"learner": 1, "learner.child": 3}
+    assert {n: r.processes for n, r in run.roles.items()} == {"learner": 1, "learner.child": 3}
     parent = next(w for w in ws if set(w.tree) != {("inner",)})
+    assert parent.meta["role"] == "learner"
+    assert {w.meta["process_name"] for w in ws if w is not parent} == {
+        f"ForkProcess-{i}" for i in (1, 2, 3)
+    }  # multiprocessing's names, known by the child's final write
     children = sorted((w for w in ws if w is not parent), key=lambda w: w.calls("inner"))
     assert set(parent.tree) == {("setup",), ("outer",), ("outer", "after")}
     assert [w.calls("inner") for w in children] == [1, 2, 3]

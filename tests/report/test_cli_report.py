@@ -114,7 +114,7 @@ def test_json_agrees_with_text(tmp_path):
         head = f"{role['role'].upper()}  ({role['processes']} process"
         assert head in text
         section = text.split(head, 1)[1].split("\n\n\n", 1)[0]
-        assert f"imbalance {role['imbalance']:.2f})" in section
+        assert f"imbalance {role['imbalance']:.2f}" in section
         top, rest = section.split("DOMINANT PHASES", 1)
         dominant = rest.split("\n\n", 1)[0]
         lines = dominant.splitlines()
@@ -301,7 +301,8 @@ def test_json_keys_are_stable(tmp_path):
     """docs/report-json.md documents these keys: renaming one must fail here first."""
     doc = json.loads(cli(tmp_path, "report", golden_run(tmp_path / "run"), "--json").stdout)
     assert list(doc) == [
-        "format", "schema_version", "run", "roles", "workers", "unreadable", "caveats",
+        "format", "schema_version", "run", "attempts", "roles", "workers", "unreadable",
+        "caveats",
     ]  # fmt: skip
     assert list(doc["run"]) == [
         "dir", "run_id", "start_time", "end_time", "runtime_ns", "processes", "roles", "hosts",
@@ -309,8 +310,8 @@ def test_json_keys_are_stable(tmp_path):
     ]  # fmt: skip
     role = doc["roles"][0]
     assert list(role) == [
-        "role", "processes", "imbalance", "busy_ns", "top_level_ns", "phases", "dominant",
-        "iterations", "stragglers",
+        "role", "processes", "imbalance", "busiest", "idle", "busy_ns", "top_level_ns", "phases",
+        "dominant", "iterations", "stragglers",
     ]  # fmt: skip
     assert list(role["phases"][0]) == [
         "path", "name", "depth", "thread", "processes", "calls", "open", "time_ns", "wall_ns",
@@ -331,7 +332,8 @@ def test_json_keys_are_stable(tmp_path):
     assert list(doc["workers"][0]) == [
         "path", "role", "host", "pid", "rank", "local_rank", "job_id", "run_id", "uuid",
         "start_time", "written_at", "final", "snapshot_seq", "stale_s", "flush_errors",
-        "last_flush_error", "recorded_nothing", "busy_ns", "threads", "thread_names", "clock",
+        "last_flush_error", "recorded_nothing", "idle", "process_name", "ppid", "busy_ns", "threads",
+        "thread_names", "clock",
         "own_write_bytes", "folded_entries", "depth_overflow",
     ]  # fmt: skip
     docs = (Path(__file__).parents[2] / "docs" / "report-json.md").read_text()

@@ -213,7 +213,9 @@ def test_no_samples_never_calls_the_sample_readers(tmp_path, monkeypatch):
     )
     monkeypatch.setattr(resources, "finish_samples", lambda run: calls.append(("finish", "")))
     d = tmp_path / "run"
-    write_worker(d, worker_doc(role="a", pid=1, run_id="20261201T0000-000000", start_time=T0 - 9))
+    old = worker_doc(role="a", pid=1, run_id="20261201T0000-000000", start_time=T0 - 9)
+    old["written_at"] = T0 - 5  # ended before the newer attempt started
+    write_worker(d, old)
     doc = worker_doc(role="a", pid=2, threads=[Ph(("x",), [MS])])
     doc["samples"] = {"file": None, "rows": 0}  # a worker whose sampler ran
     write_worker(d, doc)

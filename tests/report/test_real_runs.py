@@ -80,14 +80,15 @@ def test_straggler_rank_is_named(tmp_path):
             args=[str(rank)],
             env={**env, "RANK": str(rank), "LINEPROFILER_RUN_DIR": str(tmp_path / "run")},
         )
-    run = merge_run(tmp_path / "run")
+    # one after the other: four attempts by time, summed here by request
+    run = merge_run(tmp_path / "run", attempt="all")
     assert run.superseded == [] and run.processes == 4
     assert sorted(w.rank for w in run.workers) == [0, 1, 2, 3]
-    proc = run_python(CLI, cwd=tmp_path, args=["report", "run", "--json"])
+    proc = run_python(CLI, cwd=tmp_path, args=["report", "run", "--json", "--attempt", "all"])
     doc = json.loads(proc.stdout)
     straggler = doc["roles"][0]["stragglers"][0]
     assert straggler["name"] == "step"
     assert straggler["slowest"]["rank"] == 2
     assert straggler["ratio"] > 2.0
-    text = run_python(CLI, cwd=tmp_path, args=["report", "run"]).stdout
+    text = run_python(CLI, cwd=tmp_path, args=["report", "run", "--attempt", "all"]).stdout
     assert "rank 2 (" in text

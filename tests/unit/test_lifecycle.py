@@ -234,7 +234,7 @@ p.close()
 def test_an_inherited_profiler_that_recorded_is_not_replaced(tmp_path):
     run_python(KEEPS_BOTH, cwd=tmp_path)
     ws = workers(tmp_path / "run")
-    assert roles(ws) == {"learner": 2, "actor": 1}
+    assert roles(ws) == {"learner": 1, "learner.child": 1, "actor": 1}
     assert sum(w.calls("before own") for w in ws) == 1
 
 
@@ -292,3 +292,34 @@ def test_a_profiler_built_off_the_main_thread_leaves_signals_alone(tmp_path, cle
     finally:
         box[0].close()
     assert handlers() == before and env() == (None, None, None)
+
+
+# A forked child's own profiler, closed, puts back the run environment the child inherited (the
+# parent's live run), never deletes it; the inherited profiler closing does not either.
+CHILD_CLOSE_KEEPS_RUN = """
+import os
+from lineprofiler.accounting import Profiler
+
+p = Profiler(run_dir="run", role="learner", enabled=True,
+             snapshot_interval_s=None, sample_interval_s=None)
+keys = ("LINEPROFILER_PROFILE", "LINEPROFILER_RUN_DIR", "LINEPROFILER_RUN_ID",
+        "LINEPROFILER_PARENT_ROLE")
+before = {k: os.environ.get(k) for k in keys}
+pid = os.fork()
+if pid == 0:
+    own = Profiler(role="task", snapshot_interval_s=None, sample_interval_s=None)
+    assert os.environ["LINEPROFILER_PARENT_ROLE"] == "task"
+    own.close()
+    after_own = {k: os.environ.get(k) for k in keys}
+    p.close()
+    after_inherited = {k: os.environ.get(k) for k in keys}
+    os._exit(0 if after_own == before == after_inherited else 3)
+_, status = os.waitpid(pid, 0)
+print("child", os.waitstatus_to_exitcode(status), before["LINEPROFILER_PROFILE"])
+p.close()
+"""
+
+
+def test_closing_profilers_in_a_forked_child_keeps_the_inherited_run(tmp_path):
+    out = run_python(CHILD_CLOSE_KEEPS_RUN, cwd=tmp_path).stdout
+    assert "child 0 1" in out

@@ -1013,12 +1013,38 @@ PyObject* front_init_subclass(PyObject* cls, PyObject* args, PyObject* kwds) {
   Py_RETURN_NONE;
 }
 
+// One-shot hook the module-level phase()/count() call when nothing is installed (set only in a
+// process whose environment names an active run): it may install a profiler that joins the run.
+PyObject* g_join_hook = nullptr;  // strong reference, or nullptr
+
+// Calls and drops the join hook (once); its errors are reported as unraisable, never raised.
+void run_join_hook() {
+  PyObject* hook = g_join_hook;
+  g_join_hook = nullptr;
+  PyObject* res = PyObject_CallNoArgs(hook);
+  if (!res) PyErr_WriteUnraisable(hook);
+  Py_XDECREF(res);
+  Py_DECREF(hook);
+}
+
 PyObject* installed_phase(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  if (!g_installed && g_join_hook) run_join_hook();
   return phase_on(g_installed, args, nargs, kwnames);
 }
 
 PyObject* installed_count(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  if (!g_installed && g_join_hook) run_join_hook();
   return do_count(g_installed, args, nargs, kwnames);
+}
+
+PyObject* set_join_hook(PyObject*, PyObject* arg) {
+  if (arg != Py_None && !PyCallable_Check(arg)) {
+    PyErr_SetString(PyExc_TypeError, "set_join_hook() takes a callable or None");
+    return nullptr;
+  }
+  PyObject* next = arg == Py_None ? nullptr : Py_NewRef(arg);
+  Py_XSETREF(g_join_hook, next);
+  Py_RETURN_NONE;
 }
 
 PyObject* installed_current(PyObject*, PyObject*) {
@@ -1081,6 +1107,9 @@ PyMethodDef module_functions[] = {
      "The installed recorder's innermost open phase on this thread, or ''."},
     {"set_installed", set_installed, METH_O, "set_installed(recorder or None)."},
     {"get_installed", get_installed, METH_NOARGS, "The installed recorder, or None."},
+    {"set_join_hook", set_join_hook, METH_O,
+     "set_join_hook(fn or None): fn() runs once, at the first installed_phase()/installed_count() "
+     "with nothing installed (it may install a profiler)."},
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace

@@ -1,7 +1,8 @@
 """Phase accounting for long, multi-process runs.
 
 ``Profiler`` records; the module-level ``phase``/``count``/``current`` serve the profiler created
-with ``install=True`` (and do nothing, cheaply, when none is installed).
+with ``install=True`` (and do nothing, cheaply, when none is installed; in a process whose
+environment names an active run, the first of them joins it with a profiler of its own).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineprofiler import _core
 from lineprofiler.accounting.backends import Backend
-from lineprofiler.accounting.profiler import Profiler, installed_profiler
+from lineprofiler.accounting.profiler import Profiler, installed_profiler, join_run_hook
 from lineprofiler.runfile.stats import HIST_MAX_REL_ERROR, Histogram, PhaseStats
 
 if TYPE_CHECKING:
@@ -23,6 +24,11 @@ count = _core.installed_count
 current = _core.installed_current
 PhaseNameWarning = _core.PhaseNameWarning
 PhaseNameError = _core.PhaseNameError
+
+# A process whose environment names an active run (a spawned worker of a profiled parent):
+# the first module-level phase()/count() with nothing installed joins the run. Without such an
+# environment nothing is armed and the nothing-installed path is unchanged.
+join_run_hook(arm=True)
 
 # The reading side, loaded on first use only: a profiled process never imports the merge.
 _LAZY = {

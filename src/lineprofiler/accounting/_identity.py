@@ -6,11 +6,12 @@ import hashlib
 import os
 import re
 import secrets
+import sys
 import time
 import uuid
 from pathlib import Path
 
-from lineprofiler.runfile.layout import ENV_RUN_DIR, ENV_RUN_ID
+from lineprofiler.runfile.layout import ENV_PARENT_ROLE, ENV_ROLE, ENV_RUN_DIR, ENV_RUN_ID
 
 _HOST_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _RUN_ID_UNSAFE = re.compile(r"[^A-Za-z0-9.-]")  # no "_": it separates the file name's fields
@@ -152,3 +153,45 @@ def launcher_identity() -> dict[str, object]:
 
 def new_uid8() -> str:
     return uuid.uuid4().hex[:8]
+
+
+def _loader_worker_id() -> int | None:
+    """This process's torch DataLoader worker id, or None (torch not loaded, or not a worker)."""
+    data = sys.modules.get("torch.utils.data")
+    if data is None:
+        return None
+    try:
+        info = data.get_worker_info()
+    except Exception:
+        return None
+    return None if info is None else int(info.id)
+
+
+def child_role(parent_role: str) -> str:
+    """The role of a child process joining its parent's run.
+
+    Its own ``$LINEPROFILER_ROLE`` when set for it (not the parent's, inherited); else
+    ``<parent role>.loader`` in a torch DataLoader worker; else ``<parent role>.child``.
+    """
+    own = os.environ.get(ENV_ROLE)
+    if own and own != parent_role and own != os.environ.get(ENV_PARENT_ROLE):
+        return own
+    if _loader_worker_id() is not None:
+        return f"{parent_role}.loader"
+    return f"{parent_role}.child"
+
+
+def process_name() -> str | None:
+    """A label for this process where one is known: ``loader worker N`` (torch), else the
+    multiprocessing name (``ForkPoolWorker-3``); None in a main process."""
+    loader = _loader_worker_id()
+    if loader is not None:
+        return f"loader worker {loader}"
+    mp = sys.modules.get("multiprocessing")
+    if mp is None:
+        return None
+    try:
+        name = mp.current_process().name
+    except Exception:
+        return None
+    return None if name == "MainProcess" else str(name)

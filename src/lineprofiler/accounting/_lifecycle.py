@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from lineprofiler.accounting import _identity
 from lineprofiler.accounting.export import DeltaCursor
 from lineprofiler.runfile.layout import (
+    ENV_PARENT_ROLE,
     ENV_PROFILE,
     ENV_RUN_DIR,
     ENV_RUN_ID,
@@ -142,7 +143,12 @@ def detach(p: Profiler) -> None:
 
 
 def _export_environment(p: Profiler, hooks: _Hooks) -> None:
-    values = {ENV_PROFILE: "1", ENV_RUN_DIR: str(p.run_dir), ENV_RUN_ID: p.run_id}
+    values = {
+        ENV_PROFILE: "1",
+        ENV_RUN_DIR: str(p.run_dir),
+        ENV_RUN_ID: p.run_id,
+        ENV_PARENT_ROLE: p.role,
+    }
     _env_stack[:] = [(r, v) for r, v in _env_stack if r() is not None and not r().closed]
     if not _env_stack:
         _env_before.clear()
@@ -232,9 +238,8 @@ def _chain_to(previous: Any, signum: int, frame: Any) -> Any:
 
 def _close_for_signal(p: Profiler, signum: int) -> None:
     try:
-        meta = p._meta()
-        meta["exit_signal"] = signal.Signals(signum).name
-        p._rec.set_meta(json.dumps(meta, separators=(",", ":"), default=str))
+        p._exit_signal = signal.Signals(signum).name
+        p._rec.set_meta(p._meta_json())
     except Exception:
         pass
     p.close()
@@ -335,6 +340,7 @@ def _after_fork_in_child() -> None:
     _threads_lock = threading.RLock()  # the parent's is held (by the forking thread): start fresh
     _stopped_for_fork.clear()
     about_to_exec = _in_subprocess_preexec()
+    _inherit_environment()
     for p in live_profilers():
         try:
             if about_to_exec:
@@ -351,6 +357,17 @@ def _after_fork_in_child() -> None:
             pass
 
 
+def _inherit_environment() -> None:
+    """In a forked child: the run environment it inherited is its baseline. Closing any profiler
+    here (inherited or its own) puts that back and never deletes the parent's live run."""
+    _env_stack.clear()
+    _env_before.clear()
+    _env_before.update({k: os.environ.get(k) for k in RUN_ENV_KEYS})
+    for p in live_profilers():
+        if p._hooks is not None:
+            p._hooks.env_values = None  # the parent's export: not this process's to undo
+
+
 def _in_subprocess_preexec() -> bool:
     """Whether this fork is subprocess's (``preexec_fn``), which is followed by exec."""
     frame = sys._getframe(1)
@@ -363,6 +380,9 @@ def _in_subprocess_preexec() -> bool:
 
 
 def _become_new_worker(p: Profiler) -> None:
+    if p._parent_role is None:
+        p._parent_role = p.role
+    p.role = _identity.child_role(p._parent_role)
     p.pid = os.getpid()
     p.uid8 = _identity.new_uid8()
     p.host = _identity.host_name()

@@ -23,6 +23,7 @@ from lineprofiler.accounting import _identity, _lifecycle, capabilities, torch_s
 from lineprofiler.accounting.backends import Backend, BackendWindow, parse_backend, parse_window
 from lineprofiler.accounting.export import DeltaCursor, SnapshotCallback, SnapshotCallbacks
 from lineprofiler.runfile.layout import (
+    ENV_PARENT_ROLE,
     ENV_PROFILE,
     ENV_ROLE,
     ENV_RUN_DIR,
@@ -47,6 +48,43 @@ def installed_profiler() -> Profiler | None:
     if p is None or p.closed or _core.get_installed() is not p._rec:
         return None
     return p
+
+
+def join_run_hook(arm: bool) -> None:
+    """Arms (when the environment names an active run) or disarms the one-shot join of the
+    module-level ``phase()``/``count()`` with nothing installed."""
+    active = _env_enabled() and bool(os.environ.get(ENV_RUN_DIR, "").strip())
+    _core.set_join_hook(_join_run if arm and active else None)
+
+
+def _join_run() -> None:
+    """The first module-level phase()/count() with nothing installed, in a process whose
+    environment names an active run: a profiler of this process's own joins it, installed.
+    Role: its own ``$LINEPROFILER_ROLE``, else ``<parent role>.child`` (``.loader`` in a torch
+    DataLoader worker). Nothing happens when a profiler already lives in this process."""
+    if _lifecycle.live_profilers() or not _env_enabled():
+        return
+    parent = os.environ.get(ENV_PARENT_ROLE)
+    role = _identity.child_role(parent) if parent else os.environ.get(ENV_ROLE) or DEFAULT_ROLE
+    global _auto_joined
+    try:
+        _auto_joined = weakref.ref(Profiler(role=role, enabled=True, install=True))
+    except Exception:  # never into user code: the phase just goes unrecorded
+        pass
+
+
+# The profiler _join_run made, until a profiler the user builds in this process closes it.
+_auto_joined: weakref.ReferenceType[Profiler] | None = None
+
+
+def _close_auto_joined() -> None:
+    """A profiler the user builds takes over from the one joined on their behalf: that one closes
+    (keeping what it recorded, as its own worker) so that the user's can install."""
+    global _auto_joined
+    p = _auto_joined() if _auto_joined is not None else None
+    _auto_joined = None
+    if p is not None and not p.closed:
+        p.close()
 
 
 def _env_enabled() -> bool:
@@ -98,7 +136,9 @@ class Profiler(_core.PhaseFront):
         "_delta_cursor",
         "_fork_inherited",
         "_hooks",
+        "_exit_signal",
         "_installed",
+        "_parent_role",
         "_rec",
         "_shutting_down",
         "_signal_flush",
@@ -176,6 +216,8 @@ class Profiler(_core.PhaseFront):
 
         self._hooks: Any = None
         self._fork_inherited = False  # set in a forked child until it is replaced or records
+        self._parent_role: str | None = None  # in a forked child: the role it was built with
+        self._exit_signal: str | None = None  # the signal that closed it, if one did
         self.run_id: str = _identity.resolve_run_id(self.run_dir)
         self.host: str = _identity.host_name()
         self.pid: int = os.getpid()
@@ -190,6 +232,7 @@ class Profiler(_core.PhaseFront):
         # has recorded nothing here (else each such child leaves an empty worker of the parent's
         # role); an install of the replaced one passes to this one.
         install = _lifecycle.retire_pristine_fork_inherited() or install
+        _close_auto_joined()
         self.worker_path = worker_path(self.run_dir, self.host, self.run_id, self.pid, self.uid8)
         self._rec = _core.Recorder(
             str(self.worker_path),
@@ -257,6 +300,8 @@ class Profiler(_core.PhaseFront):
         if self.annotate or self.backend is not None:
             self._rec.set_phase_wrapper(None)  # it refers to self: break the cycle
         if write_final:
+            if self._parent_role is not None:
+                self._refresh_child_identity()
             self._flush(final=True)
         self._rec.mark_closed()
         if self._installed:
@@ -328,9 +373,21 @@ class Profiler(_core.PhaseFront):
 
     # -- internals --
 
+    def _refresh_child_identity(self) -> None:
+        """A forked child's role and label as known by now (a DataLoader or multiprocessing
+        worker is one only after the fork that made it): written with its final file."""
+        try:
+            assert self._parent_role is not None
+            self.role = _identity.child_role(self._parent_role)
+            self._rec.set_meta(self._meta_json())
+        except Exception:
+            pass
+
     def _meta(self) -> dict[str, Any]:
         return {
             "role": self.role,
+            "process_name": _identity.process_name(),
+            "parent_role": self._parent_role,
             "pid": self.pid,
             "ppid": os.getppid(),
             "host": _identity.real_host_name(),
@@ -351,6 +408,7 @@ class Profiler(_core.PhaseFront):
             "annotate": self.annotate,
             "backend": None if self.backend is None else self.backend.value,
             "lineprofiler_version": _version(),
+            **({"exit_signal": self._exit_signal} if self._exit_signal else {}),
         }
 
     def _sampler_options(self) -> dict[str, Any]:

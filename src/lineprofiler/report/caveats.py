@@ -6,6 +6,7 @@ The resource blocks add their own (``report.resources``); ``merge_run`` puts bot
 
 from __future__ import annotations
 
+from lineprofiler.report.attempts import duplicate_ranks
 from lineprofiler.report.model import Caveat, MergedRun
 from lineprofiler.report.units import fmt_duration, fmt_utc
 
@@ -118,15 +119,7 @@ def run_caveats(run: MergedRun) -> list[Caveat]:
                 [w.path for w in no_signal],
             )
         )
-    for a in run.superseded:
-        when = f", started {fmt_utc(a.start_time)}" if a.start_time is not None else ""
-        out.append(
-            Caveat(
-                "superseded_attempt",
-                f"superseded attempt {a.run_id} ({a.workers} worker file(s){when}) "
-                "is not merged; this report is the newest attempt",
-            )
-        )
+    out.extend(_attempt_caveats(run))
     if run.workers and not any(w.final for w in run.workers):
         out.append(
             Caveat(
@@ -147,4 +140,69 @@ def run_caveats(run: MergedRun) -> list[Caveat]:
                 [w.path for w in still_open],
             )
         )
+    return out
+
+
+def _attempt_caveats(run: MergedRun) -> list[Caveat]:
+    """Copied files skipped, ranks claimed twice, and the attempts not merged (reruns and
+    concurrent runs under other ids)."""
+    out: list[Caveat] = []
+    if run.duplicates:
+        out.append(
+            Caveat(
+                "duplicate_file",
+                f"{len(run.duplicates)} worker file(s) repeat a process already read (same host, "
+                "pid and uuid: a copy) and are skipped: "
+                + _listing([f"{skipped} (a copy of {first})" for skipped, first in run.duplicates]),
+                [skipped for skipped, _ in run.duplicates],
+            )
+        )
+    pairs = duplicate_ranks(run.workers)
+    if pairs:
+        out.append(
+            Caveat(
+                "duplicate_rank",
+                f"{len(pairs)} pair(s) of processes claimed one rank at the same time: "
+                + _listing([f"{a.role} rank {a.rank}: {a.label} and {b.label}" for a, b in pairs]),
+                sorted({w.path for pair in pairs for w in pair}),
+            )
+        )
+    reported = [a for a in run.attempts if a.reported]
+    if len(reported) > 1:
+        out.append(
+            Caveat(
+                "attempts_summed",
+                f"{len(reported)} attempts are summed here (--attempt all): totals and process "
+                "counts add up runs that did not run together",
+            )
+        )
+    start = min((a.start_time for a in reported if a.start_time is not None), default=None)
+    for a in run.superseded:
+        when = f", started {fmt_utc(a.start_time)}" if a.start_time is not None else ""
+        what = f"{a.workers} worker file(s){when}"
+        concurrent = start is not None and any(a.run_id in r.overlapped for r in reported)
+        if concurrent:
+            out.append(
+                Caveat(
+                    "overlapped_attempt",
+                    f"attempt {a.run_id} ({what}) ran at the same time under another id and is "
+                    f"not merged; report it with --attempt {a.run_id}",
+                )
+            )
+        elif start is not None and a.start_time is not None and a.start_time > start:
+            out.append(
+                Caveat(
+                    "later_attempt",
+                    f"a later attempt {a.run_id} ({what}) is not merged; this report is the "
+                    "one asked for",
+                )
+            )
+        else:
+            out.append(
+                Caveat(
+                    "superseded_attempt",
+                    f"superseded attempt {a.run_id} ({what}) is not merged (a rerun into the "
+                    "same directory replaced it); this report is the newest attempt",
+                )
+            )
     return out

@@ -35,7 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"dominant phases listed per role (default {DEFAULT_TOP}; 0: all)",
     )
     parser.add_argument(
-        "--attempt", metavar="RUN_ID", help="report this attempt instead of the newest"
+        "--attempt",
+        metavar="ID",
+        help="report this attempt instead of the newest (ids: lineprofiler attempts DIR); "
+        "'all' sums every attempt",
     )
 
 

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from lineprofiler.report.json_resources import resources_doc
-from lineprofiler.report.model import MergedRun, Worker
+from lineprofiler.report.model import Attempt, MergedRun, Worker
 from lineprofiler.report.units import json_frac, json_ns
 from lineprofiler.report.view import (
     DEFAULT_TOP,
@@ -90,6 +90,8 @@ def role_doc(rv: RoleView) -> dict[str, Any]:
         "role": role.name,
         "processes": role.processes,
         "imbalance": json_frac(role.imbalance),
+        "busiest": None if role.busiest is None else worker_ref(role.busiest),
+        "idle": [worker_ref(w) for w in role.workers if w.idle],
         "busy_ns": {
             "max": max(busy, default=0),
             "mean": json_ns(sum(busy) / len(busy)) if busy else None,
@@ -122,6 +124,9 @@ def worker_doc(w: Worker) -> dict[str, Any]:
         "flush_errors": w.flush_errors,
         "last_flush_error": w.last_flush_error,
         "recorded_nothing": w.recorded_nothing,
+        "idle": w.idle,
+        "process_name": w.process_name,
+        "ppid": w.ppid,
         "busy_ns": w.busy_ns,
         "threads": w.threads,
         "thread_names": w.thread_names,
@@ -129,6 +134,19 @@ def worker_doc(w: Worker) -> dict[str, Any]:
         "own_write_bytes": w.own_write_bytes,
         "folded_entries": w.folded_entries,
         "depth_overflow": w.depth_overflow,
+    }
+
+
+def attempt_doc(a: Attempt) -> dict[str, Any]:
+    """One attempt of the directory: id, span, processes (worker files), roles, whether merged."""
+    return {
+        "id": a.run_id,
+        "start_time": a.start_time,
+        "end_time": a.end_time,
+        "processes": a.workers,
+        "roles": a.roles,
+        "overlapped": a.overlapped,
+        "reported": a.reported,
     }
 
 
@@ -162,6 +180,7 @@ def to_document(run: MergedRun, top: int = DEFAULT_TOP) -> dict[str, Any]:
                 for a in run.superseded
             ],
         },
+        "attempts": [attempt_doc(a) for a in run.attempts],
         "roles": [role_doc(rv) for rv in view.roles],
         "workers": [worker_doc(w) for w in run.workers],
         "unreadable": [{"path": u.path, "reason": u.reason} for u in run.unreadable],

@@ -5,9 +5,9 @@ next is read, so memory is the trees, not the files. A file that cannot be used 
 truncated, not JSON, another schema version, wrong types, absurd numbers) costs that worker
 only: it is listed in ``run.unreadable`` and named under the caveats.
 
-Attempts: every worker records the attempt it belongs to (``meta.run_id``). A rerun into the same
-directory is a new attempt; the newest (latest start) is merged and the others are named as
-superseded, never summed in.
+Attempts: the processes that ran together (``report.attempts``: by lifetime overlap and by the
+ids they claim). The newest (latest start) is merged and the others are named, never summed in;
+``attempt="all"`` merges every attempt, by request.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import os
 from pathlib import Path
 
 from lineprofiler.report import resources
+from lineprofiler.report.attempts import AttemptGroup, UnreadableFile, group_attempts
 from lineprofiler.report.caveats import run_caveats
-from lineprofiler.report.fold import Folded, Partial
-from lineprofiler.report.model import Attempt, MergedPhase, MergedRun, Path_, Role
+from lineprofiler.report.fold import Folded, Partial, fold_files
+from lineprofiler.report.model import Attempt, MergedPhase, MergedRun, Path_, Role, Unreadable
 from lineprofiler.report.parallel import fold_run
 from lineprofiler.report.reduce import load_host
 from lineprofiler.runfile.layout import WORKERS_DIR, worker_files
@@ -29,6 +30,7 @@ from lineprofiler.runfile.worker_doc import Worker
 # file: STALE_MIN_S, or STALE_INTERVALS snapshot intervals if that is longer.
 STALE_MIN_S = 60.0
 STALE_INTERVALS = 3.0
+ALL = "all"  # merge_run(attempt=ALL): every attempt, summed by request
 
 
 class RunError(Exception):
@@ -92,7 +94,7 @@ def merge_run(
     attempt: str | None = None,
     jobs: int | None = None,
 ) -> MergedRun:
-    """Merges the newest attempt (or ``attempt``, a run id) of a run directory.
+    """Merges the newest attempt (or ``attempt``: an attempt id, or ``"all"``) of a run directory.
 
     ``with_samples=False`` reads phases only: resource samples are never loaded. ``jobs``: how
     many processes fold the worker files (default: ``$LINEPROFILER_REPORT_JOBS``, else one per
@@ -103,20 +105,26 @@ def merge_run(
     root = Path(os.fspath(run_dir))
     files = check_run_dir(root)
     folded = _fold(root, files, with_samples, jobs)
-    partials = folded.partials
-    keys = set(partials) | set(folded.unreadable)
-    if attempt is not None and attempt not in keys:
-        known = ", ".join(sorted(k for k in keys if k)) or "none"
-        raise RunError(f"{root}: no attempt {attempt!r} (attempts: {known})")
 
-    chosen = attempt if attempt is not None else _newest(partials)
-    if chosen is None or chosen not in partials or not partials[chosen].workers:
-        bad = [u for us in folded.unreadable.values() for u in us]
+    # Every file is parsed, then grouped into attempts by time and id (report.attempts).
+    by_worker = {id(fw.worker): fw for p in folded.partials.values() for fw in p.workers}
+    workers = sorted((fw.worker for fw in by_worker.values()), key=lambda w: w.path)
+    unreadable = [
+        _unreadable(root / u.path, u, key) for key, us in folded.unreadable.items() for u in us
+    ]
+    grouping = group_attempts(workers, unreadable)
+    chosen = grouping.newest() if attempt in (None, ALL) else grouping.find(attempt)
+    if attempt is not None and attempt != ALL and chosen is None:
+        known = ", ".join(a.id for a in grouping.attempts) or "none"
+        raise RunError(f"{root}: no attempt {attempt!r} (attempts: {known})")
+    if chosen is None or not chosen.workers:
+        bad = [u.entry for u in unreadable]
         detail = "; ".join(f"{u.path}: {u.reason}" for u in bad[:5])
         more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
         raise RunError(f"{root}: no readable worker file ({len(bad)} unreadable: {detail}{more})")
+    merged = grouping.attempts if attempt == ALL else [chosen]
 
-    part = partials[chosen]
+    part = _attempt_partial(root, folded, {id(w) for a in merged for w in a.workers}, with_samples)
     folded_workers = sorted(
         part.workers,
         key=lambda fw: (
@@ -145,21 +153,16 @@ def merge_run(
             have.add(stats)
     run = MergedRun(
         run_dir=str(root),
-        run_id=chosen,
+        run_id=ALL if attempt == ALL else chosen.id,
         workers=[fw.worker for fw in folded_workers],
         roles=dict(sorted(roles.items())),
         tree=tree,
-        unreadable=sorted(folded.unreadable.get(chosen, []), key=lambda u: u.path),
+        unreadable=sorted([u for a in merged for u in a.unreadable], key=lambda u: u.path),
         with_samples=with_samples,
+        duplicates=grouping.duplicates,
     )
-    for run_id in sorted(keys):
-        if run_id == chosen:
-            continue
-        ws = [fw.worker for fw in partials[run_id].workers] if run_id in partials else []
-        n = len(ws) + len(folded.unreadable.get(run_id, []))
-        start = min((w.start_time for w in ws), default=None)
-        run.superseded.append(Attempt(run_id or "(unnamed)", n, start))
-    run.superseded.sort(key=lambda a: (a.start_time or 0.0, a.run_id))
+    run.attempts = [attempt_entry(a, a in merged) for a in grouping.attempts]
+    run.superseded = [a for a in run.attempts if not a.reported]
 
     if with_samples:
         for fw in folded_workers:
@@ -194,16 +197,36 @@ def _fold(root: Path, files: list[Path], with_samples: bool, jobs: int | None) -
     return folded
 
 
-def _newest(partials: dict[str, Partial]) -> str | None:
-    """The attempt whose earliest worker started last."""
-    best: tuple[float, str] | None = None
-    for run_id, part in partials.items():
-        if not part.workers:
-            continue
-        key = (min(fw.worker.start_time for fw in part.workers), run_id)
-        if best is None or key > best:
-            best = key
-    return None if best is None else best[1]
+def _attempt_partial(root: Path, folded: Folded, chosen: set[int], with_samples: bool) -> Partial:
+    """The fold of exactly the chosen workers: whole per-id partials where every worker of one
+    was chosen; the files of the others folded again (an id shared by two attempts, a duplicate
+    left out)."""
+    part = Partial()
+    again: list[Path] = []
+    for p in folded.partials.values():
+        ids = {id(fw.worker) for fw in p.workers}
+        if ids <= chosen:
+            part.add(p)
+        elif ids & chosen:
+            again += [root / fw.worker.path for fw in p.workers if id(fw.worker) in chosen]
+    if again:
+        for p in fold_files(root, sorted(again), with_samples).partials.values():
+            part.add(p)
+    return part
+
+
+def _unreadable(f: Path, entry: Unreadable, name_id: str) -> UnreadableFile:
+    try:
+        mtime: float | None = f.stat().st_mtime
+    except OSError:
+        mtime = None
+    return UnreadableFile(entry, name_id, mtime)
+
+
+def attempt_entry(a: AttemptGroup, reported: bool) -> Attempt:
+    """An attempt as the run lists it."""
+    n = len(a.workers) + len(a.unreadable)
+    return Attempt(a.id, n, a.start_time, a.end_time, a.roles(), a.overlapped, reported)
 
 
 def stale_after_s(w: Worker) -> float:

@@ -85,6 +85,12 @@ class Role:
         return sum(s.time_ns for p, s in self.tree.items() if len(p) == 1)
 
     @property
+    def busiest(self) -> Worker | None:
+        """The process with the most busy time (None when all are idle)."""
+        best = max(self.workers, key=lambda w: w.busy_ns, default=None)
+        return best if best is not None and best.busy_ns > 0 else None
+
+    @property
     def imbalance(self) -> float | None:
         """Max over mean of the processes' busy time (1.00: perfectly even); None if all idle."""
         busy = [w.busy_ns for w in self.workers]
@@ -104,11 +110,17 @@ class Unreadable:
 
 @dataclass
 class Attempt:
-    """A superseded attempt (an earlier run into the same directory): named, never merged."""
+    """One attempt of the run directory (see ``report.attempts``), as listed; only the reported
+    one is merged. ``run_id`` is the attempt's id (what ``--attempt`` takes), ``workers`` its
+    worker files (readable or not), ``overlapped`` the concurrent attempts under other ids."""
 
     run_id: str
     workers: int
     start_time: float | None
+    end_time: float | None = None
+    roles: dict[str, int] = field(default_factory=dict)
+    overlapped: list[str] = field(default_factory=list)
+    reported: bool = False
 
 
 @dataclass
@@ -130,7 +142,9 @@ class MergedRun:
     roles: dict[str, Role]
     tree: dict[Path_, MergedPhase]
     unreadable: list[Unreadable] = field(default_factory=list)
-    superseded: list[Attempt] = field(default_factory=list)
+    superseded: list[Attempt] = field(default_factory=list)  # the other attempts, not merged
+    attempts: list[Attempt] = field(default_factory=list)  # every attempt, oldest first
+    duplicates: list[tuple[str, str]] = field(default_factory=list)  # (skipped, duplicated)
     caveats: list[Caveat] = field(default_factory=list)
     with_samples: bool = True
     # The reduced resource samples (I/O, memory, GPU blocks); None without samples.

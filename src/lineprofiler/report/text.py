@@ -101,11 +101,20 @@ def roles_block(view: RunView) -> list[str]:
 def role_lines(rv: RoleView) -> list[str]:
     role = rv.role
     imbalance = NA if role.imbalance is None else f"{role.imbalance:.2f}"
+    busiest = role.busiest
+    if busiest is not None and role.processes > 1:
+        imbalance += f", busiest {busiest.label}"
     out = [
         f"{role.name.upper()}  ({_plural(role.processes, 'process', 'processes')}, "
         f"imbalance {imbalance})",
         RULE,
     ]
+    idle = [w for w in role.workers if w.idle]
+    if idle:
+        out.append(
+            f"idle: {_plural(len(idle), 'process', 'processes')} closed without recording a "
+            "phase: " + ", ".join(w.label for w in idle[:10]) + (" ..." if len(idle) > 10 else "")
+        )
     if not rv.top_level:
         out.append("(no phases recorded)")
     w = _name_width([_row_name(r) for r in rv.top_level])

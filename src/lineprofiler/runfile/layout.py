@@ -16,8 +16,10 @@ ENV_PROFILE = "LINEPROFILER_PROFILE"
 ENV_RUN_DIR = "LINEPROFILER_RUN_DIR"
 ENV_RUN_ID = "LINEPROFILER_RUN_ID"
 ENV_ROLE = "LINEPROFILER_ROLE"
+# The exporting profiler's role: a child that joins the run is "<parent role>.child" by default.
+ENV_PARENT_ROLE = "LINEPROFILER_PARENT_ROLE"
 # The run-level variables a profiler exports (and its close() restores).
-RUN_ENV_KEYS = (ENV_PROFILE, ENV_RUN_DIR, ENV_RUN_ID)
+RUN_ENV_KEYS = (ENV_PROFILE, ENV_RUN_DIR, ENV_RUN_ID, ENV_PARENT_ROLE)
 
 WORKER_FORMAT = "lineprofiler-worker"
 WORKER_SCHEMA_VERSION: int = _core.WORKER_SCHEMA_VERSION

@@ -75,6 +75,8 @@ class WorkerSum(msgspec.Struct, gc=False):
     paths: Ns = 0
     busy_ns: Ns = 0
     open_entries: Ns = 0
+    ppid: Ns | None = None
+    process_name: str | None = None
     samples: Any = None
 
 

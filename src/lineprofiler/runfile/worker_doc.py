@@ -84,6 +84,8 @@ class _Meta(msgspec.Struct):
     snapshot_interval_s: Any = None
     thread_names: Any = False
     signal_flush: Any = True  # False: built off the main thread (no flush on SIGTERM & co.)
+    ppid: Annotated[int, msgspec.Meta(ge=0, le=2**31)] | None = None
+    process_name: str | None = None
 
 
 class _Clock(msgspec.Struct):
@@ -165,11 +167,20 @@ class Worker:
     open_entries: int = 0  # phase entries still open at its last write (thread nodes left out)
     file: str = field(default="", repr=False)  # absolute path of the worker file
     stale_s: float | None = None  # set by the merge when the worker is named stale
+    ppid: int | None = None
+    process_name: str | None = None  # multiprocessing's name, or "loader worker N" (torch)
 
     @property
     def recorded_nothing(self) -> bool:
-        """The file exists but holds no phase and no counter."""
-        return self.paths == 0
+        """The file holds no phase and no counter, and the process never closed (killed before
+        its first phase, or still starting)."""
+        return self.paths == 0 and not self.final
+
+    @property
+    def idle(self) -> bool:
+        """The process closed cleanly without recording a phase or counter (a healthy worker
+        that got no work)."""
+        return self.paths == 0 and self.final
 
     @property
     def tree(self) -> dict[Path_, PhaseStats]:
@@ -187,9 +198,11 @@ class Worker:
 
     @property
     def label(self) -> str:
-        """``rank 3 (node07)`` or ``pid 123 (node07)``."""
+        """``rank 3 (node07)`` or ``pid 123 (node07)``, then the process's name where known
+        (``pid 123 (node07) ForkPoolWorker-2``)."""
         who = f"rank {self.rank}" if self.rank is not None else f"pid {self.pid}"
-        return f"{who} ({self.host})"
+        name = f" {self.process_name}" if self.process_name else ""
+        return f"{who} ({self.host}){name}"
 
 
 def load_worker_doc(path: Path) -> WorkerDoc:
@@ -302,6 +315,8 @@ def read_worker(doc: WorkerDoc, rel: str, file: str = "") -> tuple[Worker, list[
         snapshot_interval_s=_interval(meta.snapshot_interval_s),
         threads=len(doc.threads),
         file=file,
+        ppid=meta.ppid,
+        process_name=meta.process_name,
     )
     records, w.folded_entries, w.depth_overflow = _records(doc, thread_names, w.lifetime_ns)
     w.counters_refused = sum(t.counters_refused for t in doc.threads)
