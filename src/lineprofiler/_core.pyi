@@ -37,7 +37,9 @@ class PhaseFront:
         """A context manager timing one entry into the phase ``name`` (nested under open ones)."""
 
     def count(self, name: str, n: int = 1) -> None:
-        """Add ``n`` (an int; a float raises TypeError) to a counter on the innermost open phase."""
+        """Add ``n`` (an int; a float raises TypeError, one outside the int64 range OverflowError)
+        to a counter on the innermost open phase; a sum leaving the int64 range saturates and is
+        marked."""
 
     def _bind(self, recorder: Recorder | None) -> None: ...
     def _bench_noop(self, *args: object) -> None: ...

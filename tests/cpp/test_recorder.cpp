@@ -226,7 +226,10 @@ TEST_CASE("the worker writes atomically and its snapshot thread flushes periodic
   ts->enter(lp::NameTable::instance().intern("with \"quotes\"\n"), &tok);
   ts->exit(&tok);
   worker.start_thread();
-  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  // at least two periodic writes (5 ms apart; a loaded machine under a sanitizer may take longer)
+  for (int i = 0; i < 400 && worker.stats().writes < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   worker.stop_thread();
   CHECK(worker.stats().writes >= 2);
   CHECK(worker.flush(true) == 0);

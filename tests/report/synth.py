@@ -80,6 +80,8 @@ def phase_records(phases: Iterable[Ph]) -> list[dict[str, Any]]:
         }
         if p.sample_every is not None:
             rec["sample_every"] = p.sample_every
+        if p.path == ("(folded)",):  # as the recorder marks the node a full tree folds into
+            rec["synthetic"] = True
         out.append(rec)
     return out
 

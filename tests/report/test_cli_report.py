@@ -319,7 +319,13 @@ def test_json_keys_are_stable(tmp_path):
         "p50_ns", "p95_ns", "p99_ns", "estimated", "sample_every", "counters", "io",
     ]  # fmt: skip
     mcts = _phase_by_name(role, "iteration/self_play/mcts")
-    assert list(mcts["counters"][0]) == ["name", "count", "rate_per_s", "time_per_each_ns"]
+    assert list(mcts["counters"][0]) == [
+        "name",
+        "count",
+        "rate_per_s",
+        "time_per_each_ns",
+        "saturated",
+    ]
     assert list(role["stragglers"][0]) == [
         "path", "name", "slowest", "median_ns", "ratio", "processes", "hosts",
     ]  # fmt: skip

@@ -5,6 +5,7 @@ internals: int layout, specialised calls)."""
 from __future__ import annotations
 
 import gc
+import json
 
 import pytest
 
@@ -149,9 +150,9 @@ def test_a_front_method_called_on_a_foreign_object_raises():
         Sub.__dict__["phase"](object(), "x")
 
 
-def test_a_full_counter_table_does_not_send_counts_to_another_phase(tmp_path):
-    # With the thread's 65,536 counters used up, a new name is counted into the table's last
-    # counter; that must not make count() on another phase find that counter by its name.
+def test_a_full_counter_table_refuses_new_counters_and_counts_the_refusals(tmp_path):
+    # With the thread's 65,536 counters used up, a new name is refused (counted in the thread's
+    # counters_refused), never added into another counter; existing counters keep counting.
     with make(tmp_path) as p:
         with p.phase("A"):
             p.count("Z", 1)
@@ -160,11 +161,13 @@ def test_a_full_counter_table_does_not_send_counts_to_another_phase(tmp_path):
         with p.phase("B"):
             p.count("Z", 1)  # the table's last counter
         with p.phase("A"):
-            p.count("overflow")  # table full: lands on B's Z
+            p.count("overflow")  # table full: refused
             p.count("Z", 100)
         tree = p.merged_tree()
+        doc = json.loads(p._rec.snapshot_json())
     assert tree[("A",)].counters == {"Z": 101}
-    assert tree[("B",)].counters == {"Z": 2}
+    assert tree[("B",)].counters == {"Z": 1}
+    assert [t.get("counters_refused") for t in doc["threads"]] == [1]
 
 
 # Python code that runs inside phase()/count()/__enter__/__exit__ (a name's __str__, n's __index__,

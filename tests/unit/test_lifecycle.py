@@ -6,6 +6,7 @@ import atexit
 import itertools
 import os
 import signal
+import warnings
 from pathlib import Path
 
 import pytest
@@ -280,9 +281,11 @@ def test_a_profiler_built_off_the_main_thread_leaves_signals_alone(tmp_path, cle
 
     before = handlers()
     box: list[Profiler] = []
-    t = threading.Thread(target=lambda: box.append(make(tmp_path / "run")))
-    t.start()
-    t.join()
+    with warnings.catch_warnings(record=True):  # (it warns once per process: may be warned)
+        warnings.simplefilter("always")
+        t = threading.Thread(target=lambda: box.append(make(tmp_path / "run")))
+        t.start()
+        t.join()
     try:
         assert handlers() == before  # signal.signal() is main-thread only: not attempted
         assert os.environ["LINEPROFILER_RUN_DIR"] == str(tmp_path / "run")

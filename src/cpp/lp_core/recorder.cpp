@@ -1,11 +1,14 @@
 // lp_core/recorder.cpp: thread registration, tree growth, out-of-order exits and snapshots.
 #include "lp_core/recorder.h"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <unordered_map>
 
+#include "lp_core/finished_threads.h"
 #include "lp_core/names.h"
 
 namespace lp {
@@ -60,24 +63,24 @@ uint32_t ThreadState::add_child(uint32_t parent, uint32_t name_id) {
   return index;
 }
 
-Counter& ThreadState::find_counter(uint32_t node, uint32_t name_id) {
+Counter* ThreadState::find_counter(uint32_t node, uint32_t name_id) {
   Node& n = nodes_[node];
   for (uint32_t c : n.counters) {
-    if (counters_[c].name_id == name_id) return *(n.last_counter = &counters_[c]);
+    if (counters_[c].name_id == name_id) return n.last_counter = &counters_[c];
   }
   return add_counter(node, name_id);
 }
 
-Counter& ThreadState::add_counter(uint32_t node, uint32_t name_id) {
+Counter* ThreadState::add_counter(uint32_t node, uint32_t name_id) {
   std::lock_guard<std::mutex> lock(struct_mu_);
-  if (counters_.full()) {  // absurdly many counter names: keep counting into the last one
+  if (counters_.full()) {  // absurdly many counter names: refused and counted, never misrouted
     bump(counter_overflow, uint64_t(1));
-    return counters_.back();  // maybe another node's: not this node's hint
+    return nullptr;
   }
   uint32_t index = uint32_t(counters_.size());
   counters_.emplace_back(name_id);
   nodes_[node].counters.push_back(index);
-  return *(nodes_[node].last_counter = &counters_.back());
+  return nodes_[node].last_counter = &counters_.back();
 }
 
 void ThreadState::exit_out_of_order(const void* token) {
@@ -158,11 +161,84 @@ uint32_t ThreadState::current_name() const {
   return nodes_[frames_[d - 1].node.load(std::memory_order_relaxed)].name_id;
 }
 
+// -- thread exit --------------------------------------------------------------------------------
+//
+// A thread that registers with a recorder gets a thread_local hook whose destructor runs when the
+// thread exits and retires its states in every recorder still alive. Recorders are found by
+// generation in a process-wide table (a destroyed or fork-reset recorder is simply absent), under
+// a lock that a recorder's destructor also takes, so a retirement never meets a freed recorder.
+
+namespace {
+
+std::mutex* g_live_mu = new std::mutex();  // leaked on purpose: thread exits may outlive statics
+auto* g_live = new std::unordered_map<uint64_t, Recorder*>();
+
+void live_mu_after_fork_in_child() {
+  g_live_mu = new std::mutex();  // a parent thread may have held the old one: leak it
+}
+
+void live_add(uint64_t generation, Recorder* r) {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, live_mu_after_fork_in_child); });
+  std::lock_guard<std::mutex> lock(*g_live_mu);
+  (*g_live)[generation] = r;
+}
+
+void live_remove(uint64_t generation) {
+  std::lock_guard<std::mutex> lock(*g_live_mu);
+  g_live->erase(generation);
+}
+
+__thread bool g_thread_exiting __attribute__((tls_model("initial-exec"))) = false;
+
+struct ThreadExitHook {
+  std::vector<std::pair<uint64_t, ThreadState*>> states;  // (recorder generation, state)
+  ~ThreadExitHook() {
+    g_thread_exiting = true;
+    g_tls_cache = {0, nullptr};
+    // The main thread's hook runs inside exit(): its tree stays as it is, to be written as is.
+    if (states.empty() || uint64_t(syscall(SYS_gettid)) == uint64_t(getpid())) return;
+    std::lock_guard<std::mutex> lock(*g_live_mu);
+    for (auto& [generation, state] : states) {
+      auto it = g_live->find(generation);
+      if (it != g_live->end()) it->second->retire_thread(state);
+    }
+  }
+};
+
+thread_local ThreadExitHook t_exit_hook;
+
+}  // namespace
+
 Recorder::Recorder(RecorderOptions options)
     : options_(options),
       cpu_tier_(options.measure_cpu ? cpu_clock_probe().tier : CpuClockTier::kSyscall),
       generation_(g_next_generation.fetch_add(1)),
-      threads_(new std::vector<std::unique_ptr<ThreadState>>()) {}
+      finished_(new FinishedThreads()),
+      threads_(new std::vector<std::unique_ptr<ThreadState>>()) {
+  live_add(generation_, this);
+}
+
+Recorder::~Recorder() {
+  live_remove(generation_);
+  delete threads_;
+}
+
+void Recorder::retire_thread(ThreadState* ts) {
+  std::lock_guard<std::mutex> retire(retire_mu_);
+  std::unique_ptr<ThreadState> owned;
+  {
+    std::lock_guard<std::mutex> lock(threads_mu_);
+    auto it = std::find_if(threads_->begin(), threads_->end(),
+                           [ts](const std::unique_ptr<ThreadState>& t) { return t.get() == ts; });
+    if (it == threads_->end()) return;
+    owned = std::move(*it);
+    threads_->erase(it);
+  }
+  std::vector<ThreadSnapshot> snap = snapshot_of({owned.get()});
+  finished_->fold(snap[0]);
+  owned.reset();  // closes the thread's perf event and io file
+}
 
 ThreadState* Recorder::register_thread(const std::string& thread_name) {
   // Matched by serial, not tid: a thread that reuses an exited thread's tid gets a state of its
@@ -181,6 +257,9 @@ ThreadState* Recorder::register_thread(const std::string& thread_name) {
                                                       options_.measure_cpu, cpu_tier_));
     found = threads_->back().get();
     found->thread_serial_ = serial;
+    // (a thread already running its exit hooks records into a state kept until the recorder
+    // goes: the hook object is gone)
+    if (!g_thread_exiting) t_exit_hook.states.emplace_back(generation_, found);
   }
   g_tls_cache.gen = generation_;
   g_tls_cache.state = found;
@@ -188,11 +267,18 @@ ThreadState* Recorder::register_thread(const std::string& thread_name) {
 }
 
 std::vector<ThreadSnapshot> Recorder::snapshot() const {
+  std::lock_guard<std::mutex> retire(retire_mu_);
   std::vector<ThreadState*> states;
   {
     std::lock_guard<std::mutex> lock(threads_mu_);
     for (auto& t : *threads_) states.push_back(t.get());
   }
+  std::vector<ThreadSnapshot> out = snapshot_of(states);
+  finished_->append_to(&out);
+  return out;
+}
+
+std::vector<ThreadSnapshot> Recorder::snapshot_of(const std::vector<ThreadState*>& states) const {
   uint64_t now = wall_ticks();
   std::vector<ThreadSnapshot> out;
   out.reserve(states.size());
@@ -202,6 +288,7 @@ std::vector<ThreadSnapshot> Recorder::snapshot() const {
     snap.thread_name = ts->thread_name_;
     snap.depth_overflow = ts->depth_overflow.load(std::memory_order_relaxed);
     snap.folded_entries = ts->folded_entries.load(std::memory_order_relaxed);
+    snap.counters_refused = ts->counter_overflow.load(std::memory_order_relaxed);
     std::lock_guard<std::mutex> lock(ts->struct_mu_);
     snap.nodes.resize(ts->nodes_.size());
     for (uint32_t i = 0; i < ts->nodes_.size(); ++i) {
@@ -210,6 +297,7 @@ std::vector<ThreadSnapshot> Recorder::snapshot() const {
       s.index = i;
       s.parent = n.parent;
       s.name_id = n.name_id;
+      s.synthetic = i != kRootNode && i == ts->folded_node_;
       s.calls = n.calls.load(std::memory_order_relaxed);
       s.wall_ns = n.wall_ns.load(std::memory_order_relaxed);
       s.cpu_ns = n.cpu_ns.load(std::memory_order_relaxed);
@@ -227,6 +315,8 @@ std::vector<ThreadSnapshot> Recorder::snapshot() const {
       for (uint32_t c : n.counters) {
         const Counter& counter = ts->counters_[c];
         s.counters.emplace_back(counter.name_id, counter.value.load(std::memory_order_relaxed));
+        if (counter.saturated.load(std::memory_order_relaxed))
+          s.saturated.push_back(counter.name_id);
       }
     }
     uint32_t depth = ts->depth_.load(std::memory_order_acquire);
@@ -244,6 +334,7 @@ std::vector<ThreadSnapshot> Recorder::snapshot() const {
 }
 
 std::vector<uint32_t> Recorder::first_thread_open_path() const {
+  std::lock_guard<std::mutex> retire(retire_mu_);
   ThreadState* ts = nullptr;
   {
     std::lock_guard<std::mutex> lock(threads_mu_);
@@ -266,7 +357,12 @@ std::vector<uint32_t> Recorder::first_thread_open_path() const {
 void Recorder::reset_after_fork() {
   threads_ = new std::vector<std::unique_ptr<ThreadState>>();  // the old set is leaked on purpose
   new (&threads_mu_) std::mutex();
+  new (&retire_mu_) std::mutex();
+  (void)finished_.release();  // leaked like the thread states (a fold may have been under way)
+  finished_.reset(new FinishedThreads());
+  live_remove(generation_);
   generation_ = g_next_generation.fetch_add(1);
+  live_add(generation_, this);
 }
 
 }  // namespace lp

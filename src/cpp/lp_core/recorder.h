@@ -32,19 +32,22 @@ inline void bump(std::atomic<T>& a, T v) {
   a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
 }
 
-/// Single-writer saturating add: a counter clamps at the int64 range instead of wrapping.
-inline void bump_saturated(std::atomic<int64_t>& a, int64_t v) {
-  int64_t sum;
-  if (__builtin_add_overflow(a.load(std::memory_order_relaxed), v, &sum)) {
-    sum = v > 0 ? INT64_MAX : INT64_MIN;
-  }
-  a.store(sum, std::memory_order_relaxed);
-}
-
 struct Counter {
   explicit Counter(uint32_t name) : name_id(name) {}
   const uint32_t name_id;
-  std::atomic<int64_t> value{0};
+  std::atomic<bool> saturated{false};  // a sum hit the int64 range (or an addend was clamped)
+  std::atomic<int64_t> value{0};       // (after the flag: it fits the padding, 16 bytes in all)
+
+  /// Single-writer saturating add of v; clamped (v itself already clamped) sets the flag too.
+  void add(int64_t v, bool clamped = false) {
+    int64_t sum;
+    if (__builtin_add_overflow(value.load(std::memory_order_relaxed), v, &sum)) {
+      sum = v > 0 ? INT64_MAX : INT64_MIN;
+      clamped = true;
+    }
+    value.store(sum, std::memory_order_relaxed);
+    if (clamped) saturated.store(true, std::memory_order_relaxed);
+  }
 };
 
 struct Node {
@@ -85,6 +88,7 @@ struct Frame {
 
 class Recorder;
 class ThreadState;
+class FinishedThreads;
 
 /// The calling thread's last-used (recorder generation, thread state). A plain __thread POD with
 /// the initial-exec model: one %fs-relative load, no TLS wrapper or __tls_get_addr call.
@@ -94,8 +98,9 @@ struct TlsCache {
 };
 extern __thread TlsCache g_tls_cache __attribute__((tls_model("initial-exec")));
 
-/// One thread's tree and open-frame stack. Created on the thread's first record; never freed
-/// while its recorder lives (its data is reported even after the thread exits).
+/// One thread's tree and open-frame stack. Created on the thread's first record; when the thread
+/// exits (any thread but the process's main one) its tree is folded into the recorder's
+/// FinishedThreads and the state is freed, with its perf event and /proc io fds.
 class ThreadState {
  public:
   /// cpu_tier: the CPU-clock tier to open on this thread (ignored when measure_cpu is false).
@@ -185,22 +190,26 @@ class ThreadState {
   void exit_io(const void* token);
 
   /// Adds n to counter name_id on the innermost open phase (the root when none is open), clamped
-  /// to the int64 range. Inside a sampled entry n is scaled like the entry; inside a skipped one
-  /// nothing is added.
+  /// to the int64 range (the counter is then marked saturated). Inside a sampled entry n is scaled
+  /// like the entry; inside a skipped one nothing is added. A new counter past the thread's
+  /// table (65,536) is refused and counted in counters_refused.
   inline void count(uint32_t name_id, int64_t n) {
     if (__builtin_expect(skip_token_ != nullptr, 0)) return;
     uint32_t d = depth_.load(std::memory_order_relaxed);
     uint32_t node = kRootNode;
+    bool clamped = false;
     if (d) {
       const Frame& f = frames_[d - 1];
       node = f.node.load(std::memory_order_relaxed);
       uint32_t scale = f.scale.load(std::memory_order_relaxed);
-      if (scale > 1) n = scale_count(n, scale);
+      if (scale > 1) n = scale_count(n, scale, &clamped);
     }
     Counter* c = nodes_[node].last_counter;
-    if (__builtin_expect(c == nullptr || c->name_id != name_id, 0))
-      c = &find_counter(node, name_id);
-    bump_saturated(c->value, n);
+    if (__builtin_expect(c == nullptr || c->name_id != name_id, 0)) {
+      c = find_counter(node, name_id);
+      if (!c) return;  // refused: the thread's counter table is full
+    }
+    c->add(n, clamped);
   }
 
   /// Name id of the innermost open phase, or kRootNameId (0) when none is open. Owner only.
@@ -215,7 +224,7 @@ class ThreadState {
 
   std::atomic<uint64_t> depth_overflow{0};
   std::atomic<uint64_t> folded_entries{0};
-  std::atomic<uint64_t> counter_overflow{0};
+  std::atomic<uint64_t> counter_overflow{0};  // count()s refused: a new counter, table full
 
  private:
   friend class Recorder;
@@ -231,8 +240,8 @@ class ThreadState {
     return add_child(parent, name_id);
   }
   uint32_t add_child(uint32_t parent, uint32_t name_id);
-  Counter& find_counter(uint32_t node, uint32_t name_id);  // found or added; sets the hint
-  Counter& add_counter(uint32_t node, uint32_t name_id);   // sets the hint unless the table is full
+  Counter* find_counter(uint32_t node, uint32_t name_id);  // found or added (nullptr: table full)
+  Counter* add_counter(uint32_t node, uint32_t name_id);   // sets the hint; nullptr: table full
   void exit_out_of_order(const void* token);
   bool read_io(IoCounters* out);
   void mark_sampled(uint32_t node, uint32_t scale) {
@@ -240,9 +249,12 @@ class ThreadState {
     if (every.load(std::memory_order_relaxed) < scale)
       every.store(scale, std::memory_order_relaxed);
   }
-  static int64_t scale_count(int64_t n, uint32_t scale) {
+  static int64_t scale_count(int64_t n, uint32_t scale, bool* clamped) {
     int64_t out;
-    if (__builtin_mul_overflow(n, int64_t(scale), &out)) return n > 0 ? INT64_MAX : INT64_MIN;
+    if (__builtin_mul_overflow(n, int64_t(scale), &out)) {
+      *clamped = true;
+      return n > 0 ? INT64_MAX : INT64_MIN;
+    }
     return out;
   }
 
@@ -291,6 +303,8 @@ struct NodeSnapshot {
   uint32_t sample_every = 0;  // > 1: values are scaled estimates (one entry in N measured)
   std::vector<std::pair<uint16_t, uint64_t>> hist;     // sparse (bucket, count)
   std::vector<std::pair<uint32_t, int64_t>> counters;  // (name id, value)
+  std::vector<uint32_t> saturated;                     // name ids of counters that saturated
+  bool synthetic = false;  // the "(folded)" node a full tree made, not a phase of that name
   uint64_t io_calls = 0, io_failed = 0, io_read_bytes = 0, io_write_bytes = 0, io_rchar = 0,
            io_wchar = 0;
 };
@@ -300,6 +314,8 @@ struct ThreadSnapshot {
   std::string thread_name;
   uint64_t depth_overflow = 0;
   uint64_t folded_entries = 0;
+  uint64_t counters_refused = 0;    // count()s refused because the counter table was full
+  uint64_t exited_threads = 0;      // > 0: the folded record of this many exited threads
   std::vector<NodeSnapshot> nodes;  // index 0 is the root; parents precede children
 };
 
@@ -311,7 +327,7 @@ struct RecorderOptions {
 class Recorder {
  public:
   explicit Recorder(RecorderOptions options);
-  ~Recorder() { delete threads_; }
+  ~Recorder();
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
@@ -325,8 +341,13 @@ class Recorder {
   /// used only on creation.
   ThreadState* register_thread(const std::string& thread_name);
 
-  /// Copies every thread's tree. Safe to call from any thread while others record.
+  /// Copies every thread's tree (live threads, then the folded records of exited ones). Safe to
+  /// call from any thread while others record or exit.
   std::vector<ThreadSnapshot> snapshot() const;
+
+  /// Called on an exiting thread (its thread_local exit hook): folds ts's tree into the finished
+  /// threads' record and frees ts (closing its fds). The thread must not record again.
+  void retire_thread(ThreadState* ts);
 
   /// Name ids of the phases open right now on the first thread that recorded with this recorder,
   /// outermost first; empty when none is open. Safe to call from any thread (the sampler's tag).
@@ -343,7 +364,13 @@ class Recorder {
  private:
   RecorderOptions options_;
   CpuClockTier cpu_tier_;
+  std::vector<ThreadSnapshot> snapshot_of(const std::vector<ThreadState*>& states) const;
+
   uint64_t generation_;
+  // Held by snapshot(), first_thread_open_path() and retire_thread() throughout: a thread state
+  // is never freed while a reader looks at it, and an exiting thread's data is counted once.
+  mutable std::mutex retire_mu_;
+  std::unique_ptr<FinishedThreads> finished_;  // guarded by retire_mu_
   mutable std::mutex threads_mu_;
   std::vector<std::unique_ptr<ThreadState>>* threads_;  // leaked on fork, deleted otherwise
 };

@@ -72,6 +72,46 @@ Sampler::~Sampler() {
   delete nvml_;
 }
 
+void Sampler::set_dir(WorkerDir* dir) {
+  std::lock_guard<std::mutex> lock(mu_);
+  dir_ = dir ? dir : &own_dir_;
+}
+
+// Creates a sidecar (see create_file_at: never through a link planted at its name). Returns the
+// fd or -1, with the reason in stats_.last_error.
+int Sampler::open_sidecar_locked(const std::string& path) {
+  if (dir_ == &own_dir_) own_dir_.set_path(dir_of(path));
+  int err = 0;
+  std::string why;
+  int dir_fd = dir_->fd(&err, &why);
+  if (dir_fd < 0) {
+    stats_.last_error = why;
+    return -1;
+  }
+  int fd = create_file_at(dir_fd, base_of(path));
+  if (fd < 0) stats_.last_error = std::strerror(errno);
+  return fd;
+}
+
+// Appends one whole row (or the header), or nothing: a write that fails part-way (a full disk) is
+// rolled back to the last whole row, so every later row stays aligned. If even the rollback
+// fails, no further row is written.
+bool Sampler::write_row_bytes_locked(const void* data, size_t len) {
+  int err = write_all(samples_fd_, data, len);
+  if (!err) {
+    samples_bytes_ += len;
+    return true;
+  }
+  stats_.write_errors += 1;
+  stats_.last_error = std::strerror(err);
+  if (ftruncate(samples_fd_, off_t(samples_bytes_)) != 0) {
+    stats_.last_error += " (and the partial row could not be removed: no further rows)";
+    ::close(samples_fd_);
+    samples_fd_ = -1;
+  }
+  return false;
+}
+
 void Sampler::configure(std::string samples_path, uint64_t interval_ns, uint32_t pid, bool gpu) {
   std::lock_guard<std::mutex> lock(mu_);
   path_ = std::move(samples_path);
@@ -152,8 +192,7 @@ void Sampler::init_locked() {
   statm_fd_ = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
   {
     OwnIoMeter meter;
-    tags_fd_ =
-        ::open(tags_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    tags_fd_ = open_sidecar_locked(tags_path_);
     tags_.clear();
     tags_[std::vector<uint32_t>()] = 0;
     if (tags_fd_ >= 0) {
@@ -191,10 +230,10 @@ void Sampler::open_outputs_locked() {
   n_gpu_ = nvml_ ? nvml_->device_count() : 0;
   stats_.gpu_devices = n_gpu_;
   OwnIoMeter meter;
-  samples_fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  samples_fd_ = open_sidecar_locked(path_);
+  samples_bytes_ = 0;
   if (samples_fd_ < 0) {
     stats_.write_errors += 1;
-    stats_.last_error = std::strerror(errno);
     return;
   }
   char header[kSamplesHeaderBytes] = {};
@@ -206,10 +245,9 @@ void Sampler::open_outputs_locked() {
   put_u64(header + 24, interval_ns_);
   put_u64(header + 32, pid_);
   put_u64(header + 40, unix_ns());
-  int err = write_all(samples_fd_, header, sizeof header);
-  if (err) {
-    stats_.write_errors += 1;
-    stats_.last_error = std::strerror(err);
+  if (!write_row_bytes_locked(header, sizeof header) && samples_fd_ >= 0) {  // no header, no rows
+    ::close(samples_fd_);
+    samples_fd_ = -1;
   }
 }
 
@@ -238,14 +276,7 @@ void Sampler::append_row_locked(const std::vector<int64_t>& row) {
     return;
   }
   OwnIoMeter meter;
-  int err = write_all(samples_fd_, row.data(), row.size() * sizeof(int64_t));
-  meter.finish();
-  if (err) {
-    stats_.write_errors += 1;
-    stats_.last_error = std::strerror(err);
-  } else {
-    stats_.rows += 1;
-  }
+  if (write_row_bytes_locked(row.data(), row.size() * sizeof(int64_t))) stats_.rows += 1;
 }
 
 void Sampler::sample_now(bool allow_probe) {
@@ -406,6 +437,8 @@ void Sampler::reset_after_fork(std::string samples_path, uint32_t pid) {
   if (nvml_) nvml_->reset_windows();
   path_ = std::move(samples_path);
   tags_path_ = with_suffix(path_, ".samples", ".tags");
+  if (dir_ == &own_dir_) own_dir_.reset_after_fork(dir_of(path_));  // else the Worker's resets
+  samples_bytes_ = 0;
   pid_ = pid;
   inited_ = false;
   header_written_ = false;

@@ -22,6 +22,7 @@
 
 #include "lp_core/io_counters.h"
 #include "lp_core/nvml.h"
+#include "lp_core/worker_dir.h"
 
 namespace lp {
 
@@ -82,6 +83,10 @@ class Sampler {
   /// to "<stem>.tags". interval_ns 0: no thread (sample_now() still works). gpu: try NVML.
   void configure(std::string samples_path, uint64_t interval_ns, uint32_t pid, bool gpu);
 
+  /// Creates the sidecars inside dir (a Worker's, shared with its file writes) rather than in a
+  /// directory of the sampler's own. Call before the first sample; dir must outlive the sampler.
+  void set_dir(WorkerDir* dir);
+
   /// Sets the CUDA allocator probe called at each sample (none: the CUDA columns read -1).
   void set_cuda_probe(CudaProbe probe);
 
@@ -119,7 +124,12 @@ class Sampler {
     bool seen = false;
   };
 
+  int open_sidecar_locked(const std::string& path);
+  bool write_row_bytes_locked(const void* data, size_t len);
+
   const Recorder& recorder_;
+  WorkerDir own_dir_;  // used when no set_dir()
+  WorkerDir* dir_ = &own_dir_;
   mutable std::mutex mu_;  // serialises steps and guards everything below
   std::string path_;
   std::string tags_path_;
@@ -132,6 +142,7 @@ class Sampler {
   IoCounterFile proc_io_;
   int statm_fd_ = -1;
   int samples_fd_ = -1;
+  uint64_t samples_bytes_ = 0;  // header and whole rows written: where a failed row rolls back to
   int tags_fd_ = -1;
   Nvml* nvml_ = nullptr;  // leaked in a forked child, like other shared state
   uint32_t n_gpu_ = 0;

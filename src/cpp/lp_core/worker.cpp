@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "lp_core/clock.h"
+
 namespace lp {
 
 Worker::Worker(WorkerConfig config)
@@ -12,6 +14,8 @@ Worker::Worker(WorkerConfig config)
       recorder_(RecorderOptions{config_.measure_cpu}),
       sampler_(recorder_) {
   has_sampler_ = !config_.samples_path.empty();
+  dir_.set_path(dir_of(config_.path));
+  sampler_.set_dir(&dir_);
   if (has_sampler_) {
     sampler_.configure(config_.samples_path, config_.sample_interval_ns, uint32_t(getpid()),
                        config_.sample_gpu);
@@ -20,6 +24,7 @@ Worker::Worker(WorkerConfig config)
 
 Worker::~Worker() {
   stop_thread();
+  if (last_fd_ >= 0) close(last_fd_);
 }
 
 std::string Worker::render(bool final) const {
@@ -40,18 +45,48 @@ std::string Worker::render(bool final) const {
 int Worker::flush(bool final) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string text = render(final);
-  OwnIoMeter meter;  // the real bytes of our own write, excluded by the sampler
-  int err = write_file_atomically(config_.path, text);
-  meter.finish();
+  int err = 0;
+  std::string why;
+  int dir_fd = dir_.fd(&err, &why);
+  if (dir_fd >= 0) {
+    OwnIoMeter meter;  // the real bytes of our own write, excluded by the sampler
+    int fd = -1;
+    err = write_file_at(dir_fd, base_of(config_.path), text, &fd);
+    meter.finish();
+    if (!err) {
+      if (last_fd_ >= 0) close(last_fd_);
+      last_fd_ = fd;
+      errors_at_write_ = stats_.errors;
+      size_t key = text.find(kLateFlushErrorKey);
+      slot_offset_ = key == std::string::npos ? 0 : key + std::strlen(kLateFlushErrorKey) + 3;
+    }
+  }
   if (err) {
     stats_.errors += 1;
-    stats_.last_error = std::strerror(err);
+    stats_.last_error = why.empty() ? std::string(std::strerror(err)) : why;
+    note_late_failure_locked();
   } else {
     seq_ += 1;
     stats_.writes += 1;
     stats_.own_write_bytes += text.size();
   }
   return err;
+}
+
+// After a failed write: overwrites the late_flush_error slot of the file already on disk in place
+// (its blocks exist, so a full disk still takes it), so the report can name the failure.
+void Worker::note_late_failure_locked() {
+  if (last_fd_ < 0 || slot_offset_ == 0) return;
+  std::string text = std::to_string(stats_.errors - errors_at_write_) +
+                     " later write(s) failed, the last at unix " +
+                     std::to_string(unix_ns() / 1000000000ull) + " s: " + stats_.last_error;
+  for (char& c : text) {
+    if (c < ' ' || c > '~' || c == '"' || c == '\\') c = '?';  // a valid JSON string as is
+  }
+  text.resize(kLateFlushErrorWidth, ' ');
+  OwnIoMeter meter;
+  ssize_t n = pwrite(last_fd_, text.data(), text.size(), off_t(slot_offset_));
+  (void)n;  // nothing more to do if even this fails
 }
 
 std::string Worker::snapshot_json() const {
@@ -106,6 +141,11 @@ void Worker::reset_after_fork(std::string path, std::string meta_json) {
   recorder_.reset_after_fork();
   config_.path = std::move(path);
   config_.meta_json = std::move(meta_json);
+  dir_.reset_after_fork(dir_of(config_.path));  // the host may differ (unshare --uts)
+  if (last_fd_ >= 0) close(last_fd_);           // the parent's file: never the child's to patch
+  last_fd_ = -1;
+  slot_offset_ = 0;
+  errors_at_write_ = 0;
   if (has_sampler_) {
     config_.samples_path = with_suffix(config_.path, ".json", ".samples");
     sampler_.reset_after_fork(config_.samples_path, uint32_t(getpid()));

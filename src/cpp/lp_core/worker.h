@@ -11,6 +11,7 @@
 
 #include "lp_core/recorder.h"
 #include "lp_core/sampler.h"
+#include "lp_core/worker_dir.h"
 #include "lp_core/worker_file.h"
 
 namespace lp {
@@ -82,6 +83,12 @@ class Worker {
  private:
   void run_thread();
   std::string render(bool final) const;
+  void note_late_failure_locked();
+
+  WorkerDir dir_;                 // workers/<host>, opened once; shared with the sampler
+  int last_fd_ = -1;              // the worker file last written (for its late_flush_error slot)
+  size_t slot_offset_ = 0;        // byte offset of that slot's text in it
+  uint64_t errors_at_write_ = 0;  // stats_.errors when that file was written
 
   WorkerConfig config_;
   Recorder recorder_;

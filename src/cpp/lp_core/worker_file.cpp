@@ -1,15 +1,12 @@
 // lp_core/worker_file.cpp: worker-file JSON and the temporary-file-then-rename write.
 #include "lp_core/worker_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-#include <cerrno>
 
 #include "lp_core/clock.h"
 #include "lp_core/json_text.h"
 #include "lp_core/names.h"
+#include "lp_core/worker_dir.h"
 
 namespace lp {
 
@@ -61,6 +58,14 @@ void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<
   append_json_uint(out, t.depth_overflow);
   out.append(",\"folded_entries\":");
   append_json_uint(out, t.folded_entries);
+  if (t.counters_refused) {
+    out.append(",\"counters_refused\":");
+    append_json_uint(out, t.counters_refused);
+  }
+  if (t.exited_threads) {
+    out.append(",\"exited_threads\":");
+    append_json_uint(out, t.exited_threads);
+  }
   out.append(",\"phases\":[");
   bool first = true;
   for (size_t i = 0; i < t.nodes.size(); ++i) {
@@ -83,6 +88,7 @@ void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<
     } else {
       out.append("null");
     }
+    if (n.synthetic) out.append(",\"synthetic\":true");  // the recorder's own "(folded)" node
     if (n.sample_every > 1) {  // values above are already scaled: an estimate, not a measurement
       out.append(",\"sample_every\":");
       append_json_uint(out, n.sample_every);
@@ -109,18 +115,19 @@ void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<
       append_json_int(out, n.counters[k].second);
     }
     out.push_back('}');
+    if (!n.saturated.empty()) {  // these counters hit the int64 range: their values are bounds
+      out.append(",\"counters_saturated\":[");
+      for (size_t k = 0; k < n.saturated.size(); ++k) {
+        if (k) out.push_back(',');
+        uint32_t name_id = n.saturated[k];
+        append_json_string(out, name_id < names.size() ? names[name_id] : std::string("?"));
+      }
+      out.push_back(']');
+    }
     if (n.io_calls || n.io_failed) append_io(out, n);
     out.push_back('}');
   }
   out.append("]}");
-}
-
-int make_parent_dirs(const std::string& path) {
-  for (size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
-    std::string dir = path.substr(0, pos);
-    if (mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) return errno;
-  }
-  return 0;
 }
 
 }  // namespace
@@ -157,6 +164,11 @@ std::string worker_file_json(const std::vector<ThreadSnapshot>& threads,
   append_json_string(out, header.last_flush_error);
   out.append(",\"own_write_bytes\":");
   append_json_uint(out, header.own_write_bytes);
+  out.append(",\n\"");
+  out.append(kLateFlushErrorKey);
+  out.append("\":\"");
+  out.append(kLateFlushErrorWidth, ' ');
+  out.push_back('"');
   out.append(",\n\"samples\":");
   out.append(header.samples_json.empty() ? std::string("null") : header.samples_json);
   out.append(",\n\"threads\":[");
@@ -176,37 +188,13 @@ std::string with_suffix(const std::string& path, const std::string& old_ext,
 }
 
 int write_file_atomically(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0 && errno == ENOENT) {
-    int err = make_parent_dirs(path);
-    if (err) return err;
-    fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  }
-  if (fd < 0) return errno;
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return err;
-    }
-    done += size_t(n);
-  }
-  if (close(fd) != 0) {
-    int err = errno;
-    unlink(tmp.c_str());
-    return err;
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    unlink(tmp.c_str());
-    return err;
-  }
-  return 0;
+  int err = 0;
+  std::string why;
+  int dir_fd = open_worker_dir(dir_of(path), &err, &why);
+  if (dir_fd < 0) return err;
+  err = write_file_at(dir_fd, base_of(path), text);
+  close(dir_fd);
+  return err;
 }
 
 }  // namespace lp

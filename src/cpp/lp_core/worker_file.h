@@ -26,6 +26,12 @@ struct WorkerFileHeader {
   std::string samples_json;      // the sampler's status object; "" when there is no sampler
 };
 
+/// Every worker file carries "late_flush_error": a string of kLateFlushErrorWidth spaces. When a
+/// later write fails (a full disk), the writer overwrites that slot in place in the file already
+/// on disk (no new blocks needed) with what failed, so the report can name it.
+constexpr const char* kLateFlushErrorKey = "late_flush_error";
+constexpr size_t kLateFlushErrorWidth = 96;
+
 /// The worker file text for a snapshot (see docs/worker-file.md for the schema).
 std::string worker_file_json(const std::vector<ThreadSnapshot>& threads,
                              const WorkerFileHeader& header);
@@ -35,8 +41,10 @@ std::string worker_file_json(const std::vector<ThreadSnapshot>& threads,
 std::string with_suffix(const std::string& path, const std::string& old_ext,
                         const std::string& new_ext);
 
-/// Writes text to path atomically: a temporary file beside it, then rename(2). Creates missing
-/// parent directories. Returns 0 on success, else an errno value (nothing partial is left).
+/// Writes text to path atomically: an unpredictable temporary file beside it, then rename(2), in a
+/// directory opened with open_worker_dir() (created when missing; a symbolic link or another
+/// user's directory is refused). Returns 0 on success, else an errno value (nothing partial is
+/// left).
 int write_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace lp

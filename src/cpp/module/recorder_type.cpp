@@ -513,19 +513,25 @@ inline PyObject* make_scope(RecorderObject* r, PyObject* const* args, Py_ssize_t
   return fill_scope(r, id, 0, 1);
 }
 
-// An int's value, saturated to the int64 range.
-inline int64_t saturated_int64(PyObject* int_obj) {
+// An int's value; false with OverflowError set when it does not fit a 64-bit counter.
+inline bool int64_of(PyObject* int_obj, int64_t* n) {
   int overflow = 0;
   long long v = PyLong_AsLongLongAndOverflow(int_obj, &overflow);
-  return overflow > 0 ? INT64_MAX : overflow < 0 ? INT64_MIN : int64_t(v);
+  if (overflow) {
+    PyErr_Format(PyExc_OverflowError,
+                 "count() n=%R does not fit a 64-bit counter (-2**63 <= n < 2**63); a counter "
+                 "whose sum leaves that range saturates and is marked in the report",
+                 int_obj);
+    return false;
+  }
+  if (v == -1 && PyErr_Occurred()) return false;
+  *n = int64_t(v);
+  return true;
 }
 
 // Converts count()'s n; floats are refused (the spec's one deliberate raise).
 bool parse_count_n(PyObject* n_obj, int64_t* n) {
-  if (PyLong_CheckExact(n_obj)) {
-    *n = saturated_int64(n_obj);
-    return true;
-  }
+  if (PyLong_CheckExact(n_obj)) return int64_of(n_obj, n);
   if (PyFloat_Check(n_obj)) {
     PyErr_Format(PyExc_TypeError,
                  "count() takes an integer n, got float %R: a counter counts events, so pass an "
@@ -535,9 +541,9 @@ bool parse_count_n(PyObject* n_obj, int64_t* n) {
   }
   PyObject* index = PyNumber_Index(n_obj);
   if (!index) return false;
-  *n = saturated_int64(index);
+  bool ok = int64_of(index, n);
   Py_DECREF(index);
-  return true;
+  return ok;
 }
 
 bool parse_count_args(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObject** name,

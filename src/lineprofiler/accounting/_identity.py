@@ -93,10 +93,46 @@ def _process_start(pid: int) -> str:
         return ""
 
 
+def real_host_name() -> str:
+    """This node's UTS name as the kernel has it (``unshare --uts`` children see their own)."""
+    return os.uname().nodename or "localhost"
+
+
 def host_name() -> str:
-    """This node's name (the UTS name, so ``unshare --uts`` children see their own), path-safe."""
-    name = os.uname().nodename or "localhost"
-    return _HOST_UNSAFE.sub("_", name)
+    """This node's name made safe as one directory inside ``workers/``: characters outside
+    ``[A-Za-z0-9._-]`` become ``_``, and a name that is all dots (``.``, ``..``) or starts with one
+    gets a ``_`` prefix (the real name is kept in the worker file's ``meta.host``)."""
+    name = _HOST_UNSAFE.sub("_", real_host_name())[:200]
+    return "_" + name if name.startswith(".") else name
+
+
+# Options whose value is a secret (``--api-key X``, ``--token=X``, ``--wandb-key X``): the value is
+# masked in the worker file's meta.argv, which other users of a shared file system may read.
+_SECRET_OPTION = re.compile(r"key|token|secret|passw(or)?d", re.IGNORECASE)
+MASK = "<masked>"
+
+
+def masked_argv(argv: list[str]) -> list[str]:
+    """``argv`` with the value of every option whose name contains key, token, secret or password
+    replaced by ``MASK``: ``--api-key X`` (the next argument) and ``--token=X`` (after the ``=``)."""
+    out: list[str] = []
+    mask_next = False
+    for arg in argv:
+        arg = str(arg)
+        if mask_next and not arg.startswith("--"):
+            out.append(MASK)
+            mask_next = False
+            continue
+        mask_next = False
+        if arg.startswith("-") and len(arg) > 1:
+            name, eq, _ = arg.partition("=")
+            if _SECRET_OPTION.search(name):
+                if eq:
+                    arg = name + "=" + MASK
+                else:
+                    mask_next = True
+        out.append(arg)
+    return out
 
 
 def _first_int(names: tuple[str, ...]) -> tuple[int | None, str | None]:

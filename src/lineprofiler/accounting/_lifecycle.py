@@ -32,6 +32,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -244,9 +245,23 @@ def _close_for_signal(p: Profiler, signum: int) -> None:
     p.close()
 
 
+_warned_not_main_thread = False
+
+
 def _install_signal_chains(p: Profiler, hooks: _Hooks) -> None:
+    global _warned_not_main_thread
     if threading.current_thread() is not threading.main_thread():
-        return  # signal.signal() works only in the main thread; atexit and snapshots still do
+        # signal.signal() works only in the main thread; atexit and snapshots still do
+        if not _warned_not_main_thread:
+            _warned_not_main_thread = True
+            warnings.warn(
+                "lineprofiler: Profiler built outside the main thread cannot install its "
+                "SIGTERM/SIGUSR1/SIGHUP flush handlers; a worker ended by one of those signals "
+                "loses everything since its last periodic write (the report says which)",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+        return
     for name in FLUSH_SIGNALS:
         signum = getattr(signal, name, None)
         if signum is None:

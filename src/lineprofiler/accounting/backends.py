@@ -16,6 +16,7 @@ import importlib
 import importlib.util
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,12 @@ def update_run_metadata(run_dir: Path, updates: dict[str, Any]) -> None:
     path = run_dir / "metadata.json"
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
-        with open(run_dir / ".metadata.lock", "a") as lock:
+        # The run directory may be shared with other users: never open through a link planted at
+        # the lock's name, and write under an unpredictable name created O_EXCL (mkstemp).
+        lock_fd = os.open(
+            run_dir / ".metadata.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640
+        )
+        with open(lock_fd, "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 doc = json.loads(path.read_text())
@@ -78,9 +84,14 @@ def update_run_metadata(run_dir: Path, updates: dict[str, Any]) -> None:
             except (OSError, ValueError):
                 doc = {}
             doc.update(updates)
-            tmp = path.with_name(f".metadata.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(doc, indent=2, default=str) + "\n")
-            os.replace(tmp, path)
+            fd, tmp = tempfile.mkstemp(prefix=".metadata.", suffix=".tmp", dir=run_dir)
+            try:
+                with open(fd, "w") as f:
+                    f.write(json.dumps(doc, indent=2, default=str) + "\n")
+                os.replace(tmp, path)
+            except OSError:
+                os.unlink(tmp)
+                raise
     except OSError:
         pass
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 import warnings
 import weakref
@@ -140,6 +141,7 @@ class Profiler(_core.PhaseFront):
         "_parent_role",
         "_rec",
         "_shutting_down",
+        "_signal_flush",
         "_snapshot_callbacks",
         "_snapshot_interval_ns",
         "_warned_unwritable",
@@ -208,6 +210,9 @@ class Profiler(_core.PhaseFront):
         self._installed = False
         self._rec: Any = None
         self._warned_unwritable = False
+        # signal.signal() works only in the main thread: built elsewhere, SIGTERM/SIGUSR1/SIGHUP
+        # cannot flush this worker (attach() warns once; the report says so).
+        self._signal_flush = threading.current_thread() is threading.main_thread()
 
         self._hooks: Any = None
         self._fork_inherited = False  # set in a forked child until it is replaced or records
@@ -385,13 +390,15 @@ class Profiler(_core.PhaseFront):
             "parent_role": self._parent_role,
             "pid": self.pid,
             "ppid": os.getppid(),
-            "host": self.host,
+            "host": _identity.real_host_name(),
+            "host_dir": self.host,
             "run_id": self.run_id,
             "uuid": self.uid8,
             "start_unix_ns": self.start_unix_ns,
             "start_time": self.start_unix_ns / 1e9,
             **_identity.launcher_identity(),
-            "argv": list(sys.argv[:8]),
+            "argv": _identity.masked_argv(sys.argv[:8]),
+            "signal_flush": self._signal_flush,
             "python": sys.version.split()[0],
             "measure_cpu": self.measure_cpu,
             "snapshot_interval_s": self.snapshot_interval_s,
@@ -418,16 +425,17 @@ class Profiler(_core.PhaseFront):
         return json.dumps(self._meta(), separators=(",", ":"), default=str)
 
     def _prepare_run_dir(self) -> None:
+        # Only the run directory (which may be a symlink of the user's): workers/<host> is made
+        # and opened by the writer, which refuses a symlink or another user's directory there.
         try:
-            assert self.worker_path is not None
-            self.worker_path.parent.mkdir(parents=True, exist_ok=True)
+            self.run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             self._warn_unwritable(str(exc))
 
     def _flush(self, final: bool) -> int:
         err = self._rec.flush(final)
         if err:
-            self._warn_unwritable(os.strerror(err))
+            self._warn_unwritable(self._rec.stats().get("last_error") or os.strerror(err))
         return err
 
     def _warn_unwritable(self, why: str) -> None:

@@ -114,6 +114,28 @@ def run_caveats(run: MergedRun) -> list[Caveat]:
                 [w.path for w in overflow],
             )
         )
+    refused = [w for w in run.workers if w.counters_refused > 0]
+    if refused:
+        total = sum(w.counters_refused for w in refused)
+        out.append(
+            Caveat(
+                "counters_refused",
+                f"{total:,} count() call(s) in {len(refused)} worker(s) were refused: a thread "
+                "used more than 65,536 counters (counter names built from data?)",
+                [w.path for w in refused],
+            )
+        )
+    no_signal = [w for w in run.workers if not w.signal_flush]
+    if no_signal:
+        out.append(
+            Caveat(
+                "no_signal_flush",
+                f"{len(no_signal)} worker(s) built their profiler outside the main thread, so "
+                "SIGTERM/SIGUSR1/SIGHUP could not flush them: "
+                + _listing([f"{w.role} {w.label}" for w in no_signal]),
+                [w.path for w in no_signal],
+            )
+        )
     out.extend(_attempt_caveats(run))
     if run.workers and not any(w.final for w in run.workers):
         out.append(

@@ -12,6 +12,7 @@ import sys
 import traceback
 
 from lineprofiler.report.merge import RunError, merge_run
+from lineprofiler.report.units import terminal_safe
 from lineprofiler.report.view import DEFAULT_TOP
 
 HELP = "Report a run directory: time by role and phase, stragglers, caveats."
@@ -42,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def fail(prog: str, message: str) -> int:
-    print(f"lineprofiler {prog}: error: {message}", file=sys.stderr)
+    print(f"lineprofiler {prog}: error: {terminal_safe(message)}", file=sys.stderr)
     return 2
 
 

@@ -22,6 +22,8 @@ from lineprofiler.report.units import (
     fmt_share,
     json_frac,
     json_ns,
+    path_label,
+    terminal_safe,
 )
 from lineprofiler.report.view import PhaseRow, RoleView, role_view
 
@@ -57,7 +59,7 @@ class PhaseDiff:
 
     @property
     def name(self) -> str:
-        return "/".join(self.path)
+        return path_label(self.path)
 
     @property
     def side(self) -> str:
@@ -223,7 +225,7 @@ def render_compare_text(c: Comparison) -> str:
         if run.caveats:
             out += ["", f"CAVEATS ({tag})", RULE]
             out += [f"- {cv.message}" for cv in run.caveats]
-    return "\n".join(line.rstrip() for line in out) + "\n"
+    return "\n".join(terminal_safe(line.rstrip()) for line in out) + "\n"
 
 
 # -- JSON --

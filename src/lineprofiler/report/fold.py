@@ -106,6 +106,10 @@ class Partial:
                 mc = m.counters
                 for k, v in rec.counters.items():
                     mc[k] = mc.get(k, 0) + v
+                if rec.counters_saturated:
+                    m.saturated.update(rec.counters_saturated)
+            if rec.synthetic:
+                m.synthetic = True
             m.sample_rates.add(every)
             if every > m.sample_every:
                 m.sample_every = every

@@ -32,6 +32,7 @@ def counter_doc(c: CounterRow) -> dict[str, Any]:
         "count": c.count,
         "rate_per_s": None if c.rate_per_s is None else round(c.rate_per_s, 3),
         "time_per_each_ns": json_ns(c.time_per_each_ns),
+        "saturated": c.saturated,
     }
 
 

@@ -98,6 +98,8 @@ def _partial_sum(part: Partial) -> PartialSum:
                 processes=m.processes,
                 thread_node=m.thread_node,
                 io=m.io,
+                saturated=sorted(m.saturated),
+                synthetic=m.synthetic,
             )
             for path, m in tree.items()
         ]
@@ -141,6 +143,8 @@ def _partial(run_dir: Path, ps: PartialSum) -> Partial | None:
                 thread_node=s.thread_node,
                 sample_rates=set(s.sample_rates),
                 processes=s.processes,
+                saturated=set(s.saturated),
+                synthetic=s.synthetic,
             )
     for ws in ps.workers:
         parts = Path(ws.path).parts

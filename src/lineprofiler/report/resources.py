@@ -56,6 +56,7 @@ from lineprofiler.runfile.samples import (
     SampleTable,
     read_samples,
     read_tags,
+    sidecar_name_ok,
 )
 
 
@@ -182,6 +183,12 @@ def reduce_table(
                 dev.last_ns = last
 
 
+def _count(value: Any) -> int:
+    """A count from a worker file's ``samples`` object: a non-negative int, else 0 (a string,
+    NaN or Infinity there is not something the sampler wrote)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def read_worker_samples(
     run: MergedRun, worker: Worker, status: Mapping[str, Any], file_path: Path
 ) -> None:
@@ -194,16 +201,18 @@ def read_worker_samples(
     res = _resources(run)
     if status.get("io_source"):
         res.io_source = True
-    if status.get("gpu_error") and not status.get("gpu_devices"):
+    if status.get("gpu_error") and not _count(status.get("gpu_devices")):
         res.gpu_errors[worker.label] = str(status["gpu_error"])
     name = status.get("file")
-    if not isinstance(name, str) or "/" in name:
+    if not sidecar_name_ok(name):
         return
     side = Path(file_path).with_name(name)
     try:
         table = read_samples(side)
+        if table.rows == 0:  # only its header, or a first row cut short: what SIGKILL leaves
+            raise SamplesError(f"{side.name}: no complete row")
     except (OSError, SamplesError) as exc:
-        if int(status.get("rows") or 0) > 0:
+        if _count(status.get("rows")) > 0:
             res.caveats.append(
                 Caveat(
                     "samples_unreadable",
@@ -214,13 +223,9 @@ def read_worker_samples(
             )
         return
     tags_name = status.get("tags_file")
-    tags = (
-        read_tags(side.with_name(tags_name))
-        if isinstance(tags_name, str) and "/" not in tags_name
-        else {0: NO_PHASE}
-    )
+    tags = read_tags(side.with_name(tags_name)) if sidecar_name_ok(tags_name) else {0: NO_PHASE}
     reduce_table(res, table, tags, worker)
-    rss_failed = int(status.get("rss_failed") or 0)
+    rss_failed = _count(status.get("rss_failed"))
     if rss_failed and table.rows > rss_failed:
         res.caveats.append(
             Caveat(

@@ -22,6 +22,8 @@ from lineprofiler.report.units import (
     fmt_rate,
     fmt_ratio,
     fmt_share,
+    path_label,
+    terminal_safe,
 )
 from lineprofiler.report.view import (
     DEFAULT_TOP,
@@ -177,7 +179,13 @@ def _counter_lines(r: PhaseRow, w: int) -> list[str]:
     fmt = lambda a, b, c, d: (  # noqa: E731
         f"    {a:<{nw - 2}}{b:>{widths[0]}}{c:>{widths[1]}}{d:>{widths[2]}}"
     )
-    return [fmt(*head)] + [fmt("+ " + n, cnt, rate, each) for n, cnt, rate, each in rows]
+    out = [fmt(*head)]
+    for (n, cnt, rate, each), c in zip(rows, r.counters, strict=True):
+        out.append(
+            fmt("+ " + n, cnt, rate, each)
+            + ("  SATURATED (int64 bound; the true sum is beyond)" if c.saturated else "")
+        )
+    return out
 
 
 def iteration_lines(r: PhaseRow) -> list[str]:
@@ -196,12 +204,12 @@ def iteration_lines(r: PhaseRow) -> list[str]:
 def straggler_lines(rv: RoleView) -> list[str]:
     labels = [s.slowest.worker.label for s in rv.stragglers]
     labels += [f"node {h} (mean of {n})" for s in rv.stragglers for h, n, _ in s.by_host()[:1]]
-    w = _name_width(["/".join(s.path) for s in rv.stragglers])
+    w = _name_width([path_label(s.path) for s in rv.stragglers])
     lw = max([22] + [len(x) + 2 for x in labels])
     out = [f"{'SLOWEST PROCESS, NODE':<{w}}{'':>{lw}}{'time':>10}{'median':>10}{'ratio':>8}"]
     for s, label in zip(rv.stragglers, labels, strict=False):
         out.append(
-            f"{'/'.join(s.path):<{w}}{label:>{lw}}{fmt_duration(s.slowest.time_ns):>10}"
+            f"{path_label(s.path):<{w}}{label:>{lw}}{fmt_duration(s.slowest.time_ns):>10}"
             f"{fmt_duration(s.median_ns):>10}{fmt_ratio(s.ratio):>8}"
         )
         hosts = s.by_host()
@@ -234,7 +242,7 @@ def caveats_block(view: RunView) -> list[str]:
         return out + ["  none: every worker file was read, and none is stale"]
     for c in view.run.caveats:
         out += textwrap.wrap(
-            c.message,
+            terminal_safe(c.message),  # before wrapping, which would turn a line break to a space
             WRAP,
             initial_indent="- ",
             subsequent_indent="  ",
@@ -266,5 +274,6 @@ def render_text(run: MergedRun, top: int = DEFAULT_TOP) -> str:
     for _, block in blocks:
         lines = block(view)
         if lines:
-            parts.append("\n".join(line.rstrip() for line in lines))
+            # every line through terminal_safe: names from worker files are printed in them
+            parts.append("\n".join(terminal_safe(line.rstrip()) for line in lines))
     return "\n\n".join(parts) + "\n"

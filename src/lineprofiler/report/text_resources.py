@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from lineprofiler.report.resource_model import RunResources
 from lineprofiler.report.resources import io_by_phase
-from lineprofiler.report.units import NA, RULE, bytes_per_s, fmt_bytes, fmt_share
+from lineprofiler.report.units import NA, RULE, bytes_per_s, fmt_bytes, fmt_share, path_label
 from lineprofiler.report.view import RunView
 from lineprofiler.runfile.samples import NO_PHASE
 
@@ -27,7 +27,7 @@ def _per_s(rate: float | None) -> str:
 
 
 def _path_name(path: tuple[str, ...]) -> str:
-    return "/".join(path) if path else "(no phase open)"
+    return path_label(path)
 
 
 def samples_of(view: RunView) -> RunResources | None:

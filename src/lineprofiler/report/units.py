@@ -2,11 +2,58 @@
 
 from __future__ import annotations
 
+import json
 import math
 import time
+import unicodedata
 
 NA = "n/a"
 RULE = "─" * 62  # under a block's title
+
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every character that is not printable shown as a visible escape (``\\n``,
+    ``\\x1b``, ``\\u202e``) and a backslash doubled, so that what a worker file names can
+    neither drive the terminal (escape sequences), nor reorder what is shown (bidi overrides and
+    other invisible format characters), nor pass for the report's own lines (line breaks).
+    Spaces of any width stay as they are."""
+    if text.isprintable() and "\\" not in text:
+        return text
+    out = []
+    for ch in text:
+        if ch in _NAMED_ESCAPES:
+            out.append(_NAMED_ESCAPES[ch])
+        elif ch.isprintable() or unicodedata.category(ch) == "Zs":
+            out.append(ch)
+        elif ord(ch) < 0x100:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    return "".join(out)
+
+
+ROOT_LABEL = "(no phase open)"  # the root node: counters and samples with no phase open
+
+
+def _needs_quotes(name: str) -> bool:
+    return not name or name.startswith(("(", '"')) or "/" in name
+
+
+def path_label(path: tuple[str, ...], synthetic: bool = False) -> str:
+    """A phase path as shown: names joined with ``/``. A name that could be mistaken for a
+    synthetic node (``(folded)``, ``(no phase open)``), for a nesting (``a/b``) or for a quoted
+    name is shown JSON-quoted (``"a/b"``), so every path has one reading; ``synthetic`` leaves the
+    last name (the recorder's own node) bare. The root is ``(no phase open)``."""
+    if not path:
+        return ROOT_LABEL
+    shown = [json.dumps(n, ensure_ascii=False) if _needs_quotes(n) else n for n in path]
+    if synthetic:
+        shown[-1] = path[-1]
+    return "/".join(shown)
 
 
 def fmt_duration(ns: float | None) -> str:

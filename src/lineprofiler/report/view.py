@@ -22,6 +22,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from lineprofiler.report.model import MergedPhase, MergedRun, Path_, Role, Worker
+from lineprofiler.report.units import path_label
 
 DEFAULT_TOP = 10
 STRAGGLER_PHASES = 3
@@ -34,6 +35,7 @@ class CounterRow:
     count: int
     rate_per_s: float | None
     time_per_each_ns: float | None
+    saturated: bool = False  # the sum reached the int64 range: count is a bound, not a total
 
 
 @dataclass
@@ -45,7 +47,7 @@ class PhaseRow:
 
     @property
     def name(self) -> str:
-        return "/".join(self.path) if self.path else "(no phase open)"
+        return path_label(self.path, self.stats.synthetic)
 
     def q(self, quantile: float) -> float | None:
         if self.stats.thread_node or self.stats.calls == 0:
@@ -118,7 +120,7 @@ def _counters(stats: MergedPhase, time_ns: int) -> list[CounterRow]:
         n = stats.counters[name]
         rate = n / (time_ns / 1e9) if time_ns > 0 else None
         each = time_ns / n if n > 0 and time_ns > 0 else None
-        rows.append(CounterRow(name, n, rate, each))
+        rows.append(CounterRow(name, n, rate, each, name in stats.saturated))
     return rows
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lineprofiler import _core
+from lineprofiler.runfile.safe_read import UnsafeFile, read_regular
 
 MAGIC: bytes = _core.SAMPLES_MAGIC
 VERSION: int = _core.SAMPLES_VERSION
@@ -33,8 +34,35 @@ F_IO, F_RSS, F_CUDA, F_GPU = _F["io"], _F["rss"], _F["cuda"], _F["gpu"]
 NO_PHASE: tuple[str, ...] = ()  # tag 0: no phase was open when the interval began
 
 
+# What one sidecar may cost the reader. A 12-hour worker's .samples is ~28 MB (8 GPUs: ~60 MB);
+# its .tags a few KB. Anything far beyond is not a sidecar this recorder wrote.
+MAX_SAMPLES_BYTES = 1 << 30
+MAX_TAGS_BYTES = 64 << 20
+MAX_GPUS = 1024
+
+
 class SamplesError(Exception):
     """A sidecar that cannot be used (the worker's resource rows are then missing)."""
+
+
+def sidecar_name_ok(name: object) -> bool:
+    """Whether a worker file's ``samples.file``/``tags_file`` names a file beside it: a non-empty
+    plain name (no ``/``, no NUL, not ``.``/``..``)."""
+    return (
+        isinstance(name, str)
+        and name not in ("", ".", "..")
+        and "/" not in name
+        and "\0" not in name
+        and len(name) <= 255
+    )
+
+
+def read_sidecar(path: Path, limit: int) -> bytes:
+    """A sidecar's bytes (see ``read_regular``); SamplesError when it is not one."""
+    try:
+        return read_regular(path, limit)
+    except UnsafeFile as exc:
+        raise SamplesError(f"{Path(path).name}: {exc}") from None
 
 
 @dataclass
@@ -50,12 +78,19 @@ class SampleTable:
 
 
 def read_samples(path: Path) -> SampleTable:
-    """Reads a ``.samples`` sidecar; a trailing partial row (a write cut by a kill) is ignored."""
-    data = Path(path).read_bytes()
+    """Reads a ``.samples`` sidecar; a trailing partial row (a write cut by a kill) is ignored, and
+    a file holding only its header has no rows. The declared layout is checked against bounds
+    (and the rows against the file's real size) before anything is allocated for it."""
+    data = read_sidecar(path, MAX_SAMPLES_BYTES)
     if len(data) < HEADER_BYTES or data[:8] != MAGIC:
         raise SamplesError(f"{Path(path).name}: not a samples file")
     version, hb, words, n_gpu = (int.from_bytes(data[o : o + 4], "little") for o in (8, 12, 16, 20))
-    if version != VERSION or hb < HEADER_BYTES or words != BASE_WORDS + 2 * n_gpu:
+    if (
+        version != VERSION
+        or not HEADER_BYTES <= hb <= len(data)
+        or n_gpu > MAX_GPUS
+        or words != BASE_WORDS + 2 * n_gpu
+    ):
         raise SamplesError(f"{Path(path).name}: unsupported samples layout (version {version})")
     interval_ns, pid, start = (int.from_bytes(data[o : o + 8], "little") for o in (24, 32, 40))
     rows = (len(data) - hb) // (8 * words)
@@ -72,13 +107,14 @@ def read_tags(path: Path) -> dict[int, tuple[str, ...]]:
     """Tag id -> phase path, from a ``.tags`` file (lines ``[id, [names...]]``)."""
     tags: dict[int, tuple[str, ...]] = {0: NO_PHASE}
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return tags
+        text = read_sidecar(path, MAX_TAGS_BYTES).decode("utf-8", errors="replace")
+    except SamplesError:
+        return tags  # the rows stay, tagged "(unknown phase)"
     for line in text.splitlines():
         try:
             tid, names = json.loads(line)
-            tags[int(tid)] = tuple(str(n) for n in names)
-        except (ValueError, TypeError):
-            continue  # a line cut by a kill
+            if isinstance(names, list) and all(isinstance(n, str) for n in names):
+                tags[int(tid)] = tuple(names)
+        except (ValueError, TypeError, RecursionError):
+            continue  # a line cut by a kill, or not one the sampler wrote
     return tags

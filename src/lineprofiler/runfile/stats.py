@@ -95,6 +95,10 @@ class PhaseStats:
     sample_every: int = 0
     io: dict[str, int] | None = None
     thread_node: bool = False
+    # Counters whose sum reached the int64 range in some record: their value is a bound.
+    saturated: set[str] = field(default_factory=set)
+    # The recorder's own "(folded)" node (a thread's tree was full), not a phase of that name.
+    synthetic: bool = False
 
     @property
     def time_ns(self) -> int:
@@ -134,6 +138,8 @@ class PhaseStats:
             self.counters[k] = self.counters.get(k, 0) + v
         self.sample_every = max(self.sample_every, other.sample_every)
         self.thread_node = self.thread_node or other.thread_node
+        self.saturated |= other.saturated
+        self.synthetic = self.synthetic or other.synthetic
         if other.io:
             mine = self.io if self.io is not None else {}
             for k, v in other.io.items():

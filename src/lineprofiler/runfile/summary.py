@@ -39,6 +39,8 @@ class PhaseSum(msgspec.Struct, array_like=True, gc=False):
     processes: Ns
     thread_node: bool
     io: dict[str, Ns] | None
+    saturated: list[str] = []  # counters whose sum reached the int64 range
+    synthetic: bool = False  # the recorder's own "(folded)" node
 
 
 class WorkerSum(msgspec.Struct, gc=False):
@@ -68,6 +70,8 @@ class WorkerSum(msgspec.Struct, gc=False):
     threads: Ns = 0
     folded_entries: Ns = 0
     depth_overflow: Ns = 0
+    counters_refused: Ns = 0
+    signal_flush: bool = True
     paths: Ns = 0
     busy_ns: Ns = 0
     open_entries: Ns = 0

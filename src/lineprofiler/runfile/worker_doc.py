@@ -12,7 +12,7 @@ that cannot be used raises ``WorkerFileError`` whose message is the reason; noth
 
 from __future__ import annotations
 
-import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,12 +21,20 @@ from typing import Annotated, Any
 import msgspec
 
 from lineprofiler.runfile.layout import WORKER_FORMAT, WORKER_SCHEMA_VERSION
+from lineprofiler.runfile.safe_read import UnsafeFile, read_regular
 from lineprofiler.runfile.stats import Histogram, PhaseStats
 
 Path_ = tuple[str, ...]
 
 _MAX_NS = 2**63 - 1  # ~292 years: any count or time above is corrupt
 _FUTURE_SLACK_S = 86400.0  # clock skew between the nodes and the machine reading the run
+# A file cannot have been written after it was last modified: a written_at beyond its mtime by
+# more than the clock skew between a node and the file server is not believed (it would stretch
+# the run's Runtime and make every other worker look stale).
+_MTIME_SLACK_S = 600.0
+# What one worker file may cost the reader: a thread's tree is at most 4,096 paths (~1 MB of
+# JSON), so this is hundreds of full trees.
+MAX_WORKER_BYTES = 256 << 20
 
 Ns = Annotated[int, msgspec.Meta(ge=0, le=_MAX_NS)]
 Int64 = Annotated[int, msgspec.Meta(ge=-_MAX_NS - 1, le=_MAX_NS)]
@@ -49,6 +57,8 @@ class PhaseRec(msgspec.Struct, gc=False):
     counters: dict[str, Int64] = {}  # any int64: a saturated counter is a value
     sample_every: Annotated[int, msgspec.Meta(ge=1, le=_MAX_NS)] = 1
     io: dict[str, Any] | None = None  # integer byte sums; other (future) fields are ignored
+    counters_saturated: list[str] = []  # counters whose sum reached the int64 range: bounds
+    synthetic: bool = False  # the recorder's own "(folded)" node, not a phase of that name
 
 
 class _Thread(msgspec.Struct):
@@ -57,6 +67,8 @@ class _Thread(msgspec.Struct):
     tid: Any = None
     folded_entries: Ns = 0
     depth_overflow: Ns = 0
+    counters_refused: Ns = 0  # count()s refused: the thread's counter table was full
+    exited_threads: Ns = 0  # > 0: the folded record of that many exited threads
 
 
 class _Meta(msgspec.Struct):
@@ -71,6 +83,7 @@ class _Meta(msgspec.Struct):
     job_id: Any = None
     snapshot_interval_s: Any = None
     thread_names: Any = False
+    signal_flush: Any = True  # False: built off the main thread (no flush on SIGTERM & co.)
     ppid: Annotated[int, msgspec.Meta(ge=0, le=2**31)] | None = None
     process_name: str | None = None
 
@@ -93,6 +106,7 @@ class WorkerDoc(msgspec.Struct):
     last_flush_error: Any = ""
     clock: _Clock | None = None
     own_write_bytes: Ns | None = None
+    late_flush_error: Any = ""  # patched in place when a later write failed (a full disk)
     threads: list[_Thread] = []
     samples: Any = None  # the sampler's status object (read by the report's resource blocks)
 
@@ -146,6 +160,8 @@ class Worker:
     threads: int = 0
     folded_entries: int = 0
     depth_overflow: int = 0
+    counters_refused: int = 0  # count()s refused: a thread's counter table was full
+    signal_flush: bool = True  # False: built outside the main thread, no flush on SIGTERM & co.
     paths: int = 0  # distinct phase paths (0: recorded nothing)
     busy_ns: int = 0  # sum of the time of its top-level phases (over its threads)
     open_entries: int = 0  # phase entries still open at its last write (thread nodes left out)
@@ -193,11 +209,12 @@ class Worker:
 
 
 def load_worker_doc(path: Path) -> WorkerDoc:
-    """Reads and type-checks a worker file (a ``WorkerFileError`` says why it cannot be used)."""
+    """Reads and type-checks a worker file (a ``WorkerFileError`` says why it cannot be used): a
+    regular file (not a link, a FIFO or a device) of at most MAX_WORKER_BYTES."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise WorkerFileError(f"cannot read it ({exc.strerror or exc})") from None
+        data = read_regular(path, MAX_WORKER_BYTES)
+    except UnsafeFile as exc:
+        raise WorkerFileError(f"cannot read it ({exc})") from None
     return decode_worker_doc(data)
 
 
@@ -246,7 +263,8 @@ def _check_version(fmt: Any, version: Any) -> None:
 def _num(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise WorkerFileError(f"{what} is {type(value).__name__} {_short(value)}, not a number")
-    if not math.isfinite(value) or value < 0 or value > 1e11:
+    # (an int is compared as it is: one beyond a float's range must not raise OverflowError)
+    if not (0 <= value <= 10**11 if isinstance(value, int) else 0 <= value <= 1e11):
         raise WorkerFileError(f"{what} = {value} is not a plausible Unix time")
     return float(value)
 
@@ -261,6 +279,7 @@ def read_worker(doc: WorkerDoc, rel: str, file: str = "") -> tuple[Worker, list[
     meta = doc.meta
     start_time = _num(meta.start_time, "meta.start_time")
     written_at = _num(doc.written_at, "written_at")
+
     if written_at + 1.0 < start_time:
         raise WorkerFileError(
             f"written_at {written_at} is before the process started ({start_time})"
@@ -268,6 +287,11 @@ def read_worker(doc: WorkerDoc, rel: str, file: str = "") -> tuple[Worker, list[
     if written_at > time.time() + _FUTURE_SLACK_S:
         # one such file would make every other worker look stale
         raise WorkerFileError(f"written_at {written_at} is in the future ({_utc(written_at)})")
+    if file:  # within that day's allowance, still not after the file was last modified
+        try:
+            written_at = min(written_at, max(start_time, os.stat(file).st_mtime + _MTIME_SLACK_S))
+        except OSError:
+            pass
     clock = doc.clock or _Clock()
     thread_names = meta.thread_names is True
     w = Worker(
@@ -286,6 +310,7 @@ def read_worker(doc: WorkerDoc, rel: str, file: str = "") -> tuple[Worker, list[
         final=doc.final is True,
         flush_errors=doc.flush_errors,
         last_flush_error=str(doc.last_flush_error or ""),
+        signal_flush=meta.signal_flush is not False,
         clock_wall=clock.wall,
         clock_cpu=clock.cpu,
         own_write_bytes=doc.own_write_bytes,
@@ -297,6 +322,11 @@ def read_worker(doc: WorkerDoc, rel: str, file: str = "") -> tuple[Worker, list[
         process_name=meta.process_name,
     )
     records, w.folded_entries, w.depth_overflow = _records(doc, thread_names, w.lifetime_ns)
+    w.counters_refused = sum(t.counters_refused for t in doc.threads)
+    late = doc.late_flush_error
+    if isinstance(late, str) and late.strip():
+        w.flush_errors = max(w.flush_errors, 1)
+        w.last_flush_error = late.strip() + "; this file predates them"
     times: dict[Path_, int] = {}
     for path, rec, _every, thread_node, _io in records:
         times[path] = times.get(path, 0) + rec.wall_ns + rec.open_ns
@@ -345,6 +375,8 @@ def stats_of(rec: PhaseRec, every: int, thread_node: bool, io: dict[str, int] | 
         sample_every=every,
         io=dict(io) if io else None,
         thread_node=thread_node,
+        saturated=set(rec.counters_saturated),
+        synthetic=rec.synthetic,
     )
 
 
@@ -386,7 +418,7 @@ def _records(
 
 
 def _interval(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1e9:
         return float(value)
     return None
 
