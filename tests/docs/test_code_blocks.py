@@ -8,6 +8,8 @@ block steer it:
   saved and not run (a helper file for later blocks).
 - `<!-- not run: REASON -->`: the block is not run (a GPU, Slurm, Ray, torchrun, a fragment).
 - `<!-- needs: MODULE -->`: skipped when MODULE cannot be imported (torch is only in 3.11's venv).
+- `<!-- phases: A B -->`: the phases the report must show, where the block's `phase("...")`
+  literals are not all meant to be recorded (a name the block shows being refused).
 
 Python blocks run with this interpreter; sh blocks with `bash -e`, the venv's bin first on PATH
 (so `python` and `lineprofiler` are this checkout's). Each must exit 0. Ground truth for "the
@@ -33,7 +35,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 PHASE_RE = re.compile(r"phase\(\s*[\"']([A-Za-z0-9_.\-]+)[\"']")
-COMMENT_RE = re.compile(r"<!--\s*(file|not run|needs)\s*:\s*(.*?)\s*-->")
+COMMENT_RE = re.compile(r"<!--\s*(file|not run|needs|phases)\s*:\s*(.*?)\s*-->")
 BLOCK_TIMEOUT_S = 60
 
 
@@ -45,10 +47,11 @@ class Block:
     file: str | None = None
     not_run: str | None = None
     needs: list[str] = field(default_factory=list)
+    expected: list[str] | None = None
 
     @property
     def phases(self) -> list[str]:
-        return PHASE_RE.findall(self.text)
+        return PHASE_RE.findall(self.text) if self.expected is None else self.expected
 
 
 def doc_pages() -> list[Path]:
@@ -83,6 +86,8 @@ def parse_blocks(path: Path) -> list[Block]:
                         block.file = value
                     elif kind == "not run":
                         block.not_run = value
+                    elif kind == "phases":
+                        block.expected = value.split()
                     else:
                         block.needs.append(value)
                 blocks.append(block)
@@ -117,7 +122,7 @@ def _reported_phases(run_dir: Path) -> set[str]:
     return {name for role in doc["roles"] for p in role["phases"] for name in p["path"]}
 
 
-PAGES = [p for p in doc_pages() if parse_blocks(p)]
+PAGES = [p for p in doc_pages() if any(not b.not_run for b in parse_blocks(p))]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
@@ -166,4 +171,5 @@ def test_page_blocks_run(page: Path, tmp_path: Path) -> None:
             if "--json" not in block.text:
                 missing = [p for p in named if p not in proc.stdout]
                 assert not missing, f"{where}: the printed report lacks phases {missing}"
-    assert ran, f"{page.relative_to(ROOT)} has blocks but none ran here"
+    if not ran:
+        pytest.skip("every runnable block needs a module this interpreter lacks")
