@@ -173,3 +173,19 @@ def test_page_blocks_run(page: Path, tmp_path: Path) -> None:
                 assert not missing, f"{where}: the printed report lacks phases {missing}"
     if not ran:
         pytest.skip("every runnable block needs a module this interpreter lacks")
+
+
+LINK_RE = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def test_relative_links_resolve() -> None:
+    """Every relative link of the README, CONTRIBUTING.md and docs/ names a file that exists."""
+    broken = []
+    for page in [*doc_pages(), ROOT / "CONTRIBUTING.md"]:
+        for target in LINK_RE.findall(page.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            path = target.split("#", 1)[0]
+            if not (page.parent / path).exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert not broken, "broken links:\n" + "\n".join(broken)
