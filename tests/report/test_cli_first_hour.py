@@ -87,3 +87,58 @@ def test_report_mistakes_explain_themselves(tmp_path):
     proc = cli(tmp_path, "report", f)
     assert proc.returncode == 2
     assert f"pass its run directory, {tmp_path / 'runs' / 'run_a'}" in proc.stderr
+
+
+LIVE = """
+import sys, time
+from lineprofiler.accounting import Profiler
+role, interval = sys.argv[1], float(sys.argv[2])
+p = Profiler(run_dir="live", role=role, enabled=True, snapshot_interval_s=interval,
+             sample_interval_s=None)
+print("started", flush=True)
+with p.phase("work"):
+    time.sleep(60)
+"""
+
+
+def test_a_report_taken_mid_run_says_the_run_is_going(tmp_path):
+    import subprocess
+
+    from tests.helpers import child_env
+
+    script = tmp_path / "live.py"
+    script.write_text(LIVE)
+    # one worker flushes every 0.5 s, the other only every 30 s: its first periodic write is
+    # due later, so it is live and pending, not "recorded nothing"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, script, role, interval],
+            cwd=tmp_path,
+            env=child_env(),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for role, interval in (("fast", "0.5"), ("slow", "30"))
+    ]
+    try:
+        for p in procs:
+            assert p.stdout.readline().strip() == "started"
+        import time
+
+        time.sleep(1.5)  # the fast one has written its open phase by now
+        proc = cli(tmp_path, "report", tmp_path / "live", "--no-samples")
+        assert proc.returncode == 0, proc.stderr
+        out = proc.stdout
+        assert out.startswith("LIVE: the run is still going")
+        # caveats come before the role blocks when there are any
+        assert out.index("CAVEATS") < out.index("FAST")
+        assert "have not written a phase yet" in out and "slow" in out
+        assert "recorded nothing" not in out
+        doc = json.loads(cli(tmp_path, "report", tmp_path / "live", "--json").stdout)
+        assert doc["run"]["live_s"] is not None and doc["run"]["live_s"] < 30
+        slow = next(w for w in doc["workers"] if w["role"] == "slow")
+        assert 0 < slow["next_write_s"] <= 30 and not slow["recorded_nothing"]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()

@@ -305,8 +305,8 @@ def test_json_keys_are_stable(tmp_path):
         "caveats",
     ]  # fmt: skip
     assert list(doc["run"]) == [
-        "dir", "run_id", "start_time", "end_time", "runtime_ns", "processes", "roles", "hosts",
-        "nodes", "clocks", "own_write_bytes", "with_samples", "superseded",
+        "dir", "run_id", "start_time", "end_time", "runtime_ns", "live_s", "processes", "roles",
+        "hosts", "nodes", "clocks", "own_write_bytes", "with_samples", "superseded",
     ]  # fmt: skip
     role = doc["roles"][0]
     assert list(role) == [
@@ -328,7 +328,7 @@ def test_json_keys_are_stable(tmp_path):
         "start_time", "written_at", "final", "snapshot_seq", "stale_s", "flush_errors",
         "last_flush_error", "recorded_nothing", "idle", "process_name", "ppid", "busy_ns", "threads",
         "thread_names", "clock",
-        "own_write_bytes", "folded_entries", "depth_overflow",
+        "own_write_bytes", "folded_entries", "depth_overflow", "next_write_s",
     ]  # fmt: skip
     docs = (Path(__file__).parents[2] / "docs" / "report-json.md").read_text()
     for key in [*doc["run"], *role, *role["phases"][0], *doc["workers"][0]]:

@@ -164,26 +164,11 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _print(report, args: argparse.Namespace, out, exit_code: int) -> int:
-    from lineprofiler.line.printers import print_function_stats, print_top_lines
+    from lineprofiler.line.printers import print_cli_views
 
     out.flush()
     out.write("\n")
-    print_top_lines(
-        report,
-        top_n=args.top,
-        min_time_us=args.min_time_us,
-        sort_by=args.sort,
-        unit=args.unit,
-        stream=out,
-    )
-    if args.per_function:
-        print_function_stats(
-            report,
-            min_time_us=args.min_time_us,
-            sort_by="self" if args.sort == "self" else "line",
-            unit=args.unit,
-            stream=out,
-        )
+    print_cli_views(report, args, out)
     if args.json:
         report.dump(args.json)
     return exit_code

@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from lineprofiler.line.printers import print_function_stats, print_top_lines
+    from lineprofiler.line.printers import print_cli_views
     from lineprofiler.line.report import LineReport
 
     try:
@@ -44,21 +44,5 @@ def main(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as exc:  # pragma: no cover - a ValueError already
         print(f"lineprofiler show: {args.file} is not JSON: {exc}", file=sys.stderr)
         return 2
-    out = sys.stdout
-    print_top_lines(
-        report,
-        top_n=args.top,
-        min_time_us=args.min_time_us,
-        sort_by=args.sort,
-        unit=args.unit,
-        stream=out,
-    )
-    if args.per_function:
-        print_function_stats(
-            report,
-            min_time_us=args.min_time_us,
-            sort_by="self" if args.sort == "self" else "line",
-            unit=args.unit,
-            stream=out,
-        )
+    print_cli_views(report, args, sys.stdout)
     return 0

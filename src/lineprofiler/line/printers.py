@@ -166,3 +166,26 @@ def print_top_lines(
         )
         for n in range(s.lineno, fs.statement_end(s.lineno) + 1):
             stream.write(f"{'':>59}{fs.source_line(n).strip()}\n")
+
+
+def print_cli_views(report: LineReport, args: object, stream: TextIO) -> None:
+    """What ``run`` and ``show`` print: the top lines, then (``--per-function``) each function.
+
+    ``args`` carries the shared options: top, min_time_us, sort, unit, per_function.
+    """
+    print_top_lines(
+        report,
+        top_n=args.top,  # type: ignore[attr-defined]
+        min_time_us=args.min_time_us,  # type: ignore[attr-defined]
+        sort_by=args.sort,  # type: ignore[attr-defined]
+        unit=args.unit,  # type: ignore[attr-defined]
+        stream=stream,
+    )
+    if args.per_function:  # type: ignore[attr-defined]
+        print_function_stats(
+            report,
+            min_time_us=args.min_time_us,  # type: ignore[attr-defined]
+            sort_by="self" if args.sort == "self" else "line",  # type: ignore[attr-defined]
+            unit=args.unit,  # type: ignore[attr-defined]
+            stream=stream,
+        )

@@ -42,6 +42,23 @@ def run_caveats(run: MergedRun) -> list[Caveat]:
                 [w.path for w in nothing],
             )
         )
+    pending = [w for w in run.workers if w.next_write_s is not None]
+    if pending:
+        out.append(
+            Caveat(
+                "not_written_yet",
+                f"{len(pending)} live worker(s) have not written a phase yet (the first periodic "
+                "write is still to come): "
+                + _listing(
+                    [
+                        f"{w.role} {w.label} next write in "
+                        f"{fmt_duration(int((w.next_write_s or 0.0) * 1e9))}"
+                        for w in pending
+                    ]
+                ),
+                [w.path for w in pending],
+            )
+        )
     stale = [w for w in run.workers if w.stale_s is not None]
     if stale:
         out.append(

@@ -133,6 +133,7 @@ def worker_doc(w: Worker) -> dict[str, Any]:
         "own_write_bytes": w.own_write_bytes,
         "folded_entries": w.folded_entries,
         "depth_overflow": w.depth_overflow,
+        "next_write_s": w.next_write_s,
     }
 
 
@@ -162,6 +163,7 @@ def to_document(run: MergedRun, top: int = DEFAULT_TOP) -> dict[str, Any]:
             "start_time": run.start_time,
             "end_time": run.end_time,
             "runtime_ns": run.runtime_ns,
+            "live_s": run.live_s,  # the run is still going: seconds since its newest write
             "processes": run.processes,
             "roles": {name: role.processes for name, role in run.roles.items()},
             "hosts": run.hosts,

@@ -13,6 +13,7 @@ ids they claim). The newest (latest start) is merged and the others are named, n
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from lineprofiler.report import resources
@@ -234,11 +235,23 @@ def stale_after_s(w: Worker) -> float:
     return max(STALE_MIN_S, STALE_INTERVALS * (w.snapshot_interval_s or 0.0))
 
 
-def _mark_stale(run: MergedRun) -> None:
+def _mark_stale(run: MergedRun, now: float | None = None) -> None:
+    """Names stale workers; and, read while the run goes on, says so and when each worker that
+    has not written a phase yet is due to write next."""
     newest = run.end_time
     if newest is None:
         return
+    now = time.time() if now is None else now
     for w in run.workers:
         behind = newest - w.written_at
         if not w.final and behind > stale_after_s(w):
             w.stale_s = behind
+    if any(w.final for w in run.workers):
+        return
+    since = max(0.0, now - newest)
+    if since <= max(stale_after_s(w) for w in run.workers):
+        run.live_s = since
+        for w in run.workers:
+            due = w.written_at + (w.snapshot_interval_s or 0.0) - now
+            if w.paths == 0 and w.stale_s is None and w.snapshot_interval_s and due > -1.0:
+                w.next_write_s = max(0.0, due)

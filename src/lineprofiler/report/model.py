@@ -149,6 +149,9 @@ class MergedRun:
     with_samples: bool = True
     # The reduced resource samples (I/O, memory, GPU blocks); None without samples.
     samples: RunResources | None = None
+    # Seconds since the newest write, when no worker has closed and that write is recent (the
+    # run is still going); None otherwise. Set by merge_run from the time it read the run.
+    live_s: float | None = None
 
     @property
     def start_time(self) -> float | None:

@@ -62,7 +62,13 @@ def header_block(view: RunView) -> list[str]:
     shown = ", ".join(hosts if len(hosts) <= MAX_HOSTS else hosts[: MAX_HOSTS - 2] + ["..."])
     if len(hosts) > MAX_HOSTS:
         shown += ", " + hosts[-1]
-    lines = [
+    lines = []
+    if run.live_s is not None:
+        lines.append(
+            f"LIVE: the run is still going (newest write {fmt_duration(int(run.live_s * 1e9))} "
+            "ago); every number stops at its worker's last write"
+        )
+    lines += [
         f"Runtime {fmt_duration(run.runtime_ns)}   Processes {run.processes:,}   Roles {roles}",
         f"Hosts {shown} ({_plural(len(hosts), 'node')})   Run {run.run_id}",
     ]
@@ -234,10 +240,13 @@ BLOCKS: tuple[tuple[str, Block], ...] = (
 
 
 def render_text(run: MergedRun, top: int = DEFAULT_TOP) -> str:
-    """The text report of a merged run."""
+    """The text report of a merged run (with caveats, they come right after the header)."""
     view = run_view(run, top)
+    blocks = list(BLOCKS)
+    if run.caveats:
+        blocks.sort(key=lambda nb: {"header": 0, "caveats": 1}.get(nb[0], 2))
     parts = []
-    for _, block in BLOCKS:
+    for _, block in blocks:
         lines = block(view)
         if lines:
             parts.append("\n".join(line.rstrip() for line in lines))

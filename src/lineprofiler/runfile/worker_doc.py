@@ -151,6 +151,9 @@ class Worker:
     open_entries: int = 0  # phase entries still open at its last write (thread nodes left out)
     file: str = field(default="", repr=False)  # absolute path of the worker file
     stale_s: float | None = None  # set by the merge when the worker is named stale
+    # set by the merge when the run is live and this worker has not written a phase yet:
+    # seconds until its next periodic write (it is starting, not lost)
+    next_write_s: float | None = None
     ppid: int | None = None
     process_name: str | None = None  # multiprocessing's name, or "loader worker N" (torch)
 
@@ -158,7 +161,7 @@ class Worker:
     def recorded_nothing(self) -> bool:
         """The file holds no phase and no counter, and the process never closed (killed before
         its first phase, or still starting)."""
-        return self.paths == 0 and not self.final
+        return self.paths == 0 and not self.final and self.next_write_s is None
 
     @property
     def idle(self) -> bool:
