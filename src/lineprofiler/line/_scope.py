@@ -1,6 +1,6 @@
 """Which code the line profiler traces: the project folder and what inside it is excluded.
 
-The rule (documented in the README):
+The rule (documented in docs/guide/line-profiler.md, "What is traced"):
 
 * ``project_folder=None``: start at the working directory and walk up to the nearest directory
   that holds a ``.git`` entry (a directory, or the file of a worktree/submodule); with no

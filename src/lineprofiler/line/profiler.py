@@ -201,7 +201,7 @@ class LineProfiler:
         return self.report().block_ns
 
     def to_dict(self) -> dict[str, Any]:
-        """The statistics as JSON-ready data (see the README for the fields)."""
+        """The statistics as JSON-ready data (what `show` reads; see docs/guide/line-profiler.md)."""
         return self.report().to_dict()
 
     def to_json(self, indent: int | None = 2) -> str:
