@@ -189,3 +189,15 @@ def test_relative_links_resolve() -> None:
             if not (page.parent / path).exists():
                 broken.append(f"{page.relative_to(ROOT)}: {target}")
     assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+def test_no_block_that_runs_installs_packages() -> None:
+    # A `pip install` run by this test would replace the checkout under test with whatever the
+    # index holds (PyPI has an unrelated with-line-profiler): such blocks must be marked not run.
+    bad = [
+        f"{page.relative_to(ROOT)}:{b.line}"
+        for page in doc_pages()
+        for b in parse_blocks(page)
+        if not b.not_run and re.search(r"\bpip\b.*\binstall\b", b.text)
+    ]
+    assert bad == []
