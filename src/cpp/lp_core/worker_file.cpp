@@ -61,6 +61,10 @@ void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<
   append_json_uint(out, t.depth_overflow);
   out.append(",\"folded_entries\":");
   append_json_uint(out, t.folded_entries);
+  if (t.out_of_order_exits) {
+    out.append(",\"out_of_order_exits\":");
+    append_json_uint(out, t.out_of_order_exits);
+  }
   out.append(",\"phases\":[");
   bool first = true;
   for (size_t i = 0; i < t.nodes.size(); ++i) {
@@ -82,6 +86,12 @@ void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<
       append_json_uint(out, n.cpu_ns);
     } else {
       out.append("null");
+    }
+    if (n.async_calls) {  // entries that spanned an await: wall in wall_ns, CPU in no cpu_ns
+      out.append(",\"async_calls\":");
+      append_json_uint(out, n.async_calls);
+      out.append(",\"async_wall_ns\":");
+      append_json_uint(out, n.async_wall_ns);
     }
     if (n.sample_every > 1) {  // values above are already scaled: an estimate, not a measurement
       out.append(",\"sample_every\":");

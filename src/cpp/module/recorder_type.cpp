@@ -18,6 +18,8 @@
 #include "module/cached_method.h"
 #include "module/cuda_probe.h"
 #include "module/py_util.h"
+#include "module/ready_awaitable.h"
+#include "module/task_stacks.h"
 
 namespace lp_module {
 namespace {
@@ -282,9 +284,28 @@ LP_COLD lp::ThreadState* register_thread(RecorderObject* r) {
   return r->recorder->register_thread(name);
 }
 
+// The calling thread's state on r, found (another recorder was used last) or registered.
+LP_COLD lp::ThreadState* find_or_register_thread(RecorderObject* r) {
+  lp::ThreadState* ts = r->recorder->find_thread();
+  return ts ? ts : register_thread(r);
+}
+
 inline lp::ThreadState* thread_state(RecorderObject* r) {
   lp::ThreadState* ts = r->recorder->thread_state();
-  return ts ? ts : register_thread(r);
+  return ts ? ts : find_or_register_thread(r);
+}
+
+// The calling thread's state on r for an exit (nullptr when it never recorded on r): found when
+// another recorder was used since, so that an exit finds its own frame.
+LP_COLD lp::ThreadState* find_thread_for_exit(RecorderObject* r) {
+  return r->recorder->find_thread();
+}
+
+// The thread's state on r with the active stack set for the calling task (or the thread's own).
+inline lp::ThreadState* stacked_thread_state(RecorderObject* r) {
+  lp::ThreadState* ts = thread_state(r);
+  sync_active_stack(ts, r->serial);
+  return ts;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -317,7 +338,7 @@ inline void scope_close(ScopeObject* s, lp::ThreadState* ts) {
 LP_COLD void scope_enter_holding(ScopeObject* s) {
   RecorderObject* r = s->rec;
   Py_INCREF(r);
-  lp::ThreadState* ts = thread_state(r);
+  lp::ThreadState* ts = stacked_thread_state(r);
   if (scope_open(s, ts) && (s->flags & kScopeSync)) {
     cuda_sync_now();  // drain what earlier phases queued, unbilled to this one
     ts->restart_top();
@@ -333,6 +354,7 @@ PyObject* scope_enter(PyObject* self, PyObject* const*, Py_ssize_t) {
     if (__builtin_expect(!ts || (s->flags & kScopeSync), 0)) {
       scope_enter_holding(s);
     } else {
+      sync_active_stack(ts, r->serial);
       scope_open(s, ts);
     }
   }
@@ -345,18 +367,24 @@ LP_COLD void scope_exit_synced(ScopeObject* s) {
   RecorderObject* r = s->rec;
   Py_INCREF(r);
   cuda_sync_now();
-  if (lp::ThreadState* ts = r->recorder->thread_state()) scope_close(s, ts);
+  if (lp::ThreadState* ts = r->recorder->find_thread()) {
+    sync_active_stack(ts, r->serial);
+    scope_close(s, ts);
+  }
   Py_DECREF(r);
 }
 
 PyObject* scope_exit(PyObject* self, PyObject* const*, Py_ssize_t) {
   ScopeObject* s = reinterpret_cast<ScopeObject*>(self);
-  lp::ThreadState* ts = s->rec ? s->rec->recorder->thread_state() : nullptr;
-  if (!ts) Py_RETURN_NONE;
+  RecorderObject* r = s->rec;
+  if (!r) Py_RETURN_NONE;
+  lp::ThreadState* ts = r->recorder->thread_state();
+  if (__builtin_expect(!ts, 0) && !(ts = find_thread_for_exit(r))) Py_RETURN_NONE;
   if (__builtin_expect((s->flags & (kScopeSync | kScopeRecorded)) == (kScopeSync | kScopeRecorded),
                        0)) {
     scope_exit_synced(s);
   } else {
+    sync_active_stack(ts, r->serial);
     scope_close(s, ts);
   }
   Py_RETURN_NONE;
@@ -370,6 +398,35 @@ PyObject* null_enter(PyObject* self, PyObject* const*, Py_ssize_t) {
 PyObject* null_exit(PyObject*, PyObject* const*, Py_ssize_t) {
   Py_RETURN_NONE;
 }
+
+// `async with`: the same entry and exit, returned as awaitables that are already done.
+PyObject* scope_aenter(PyObject* self, PyObject*) {
+  return ready_awaitable(scope_enter(self, nullptr, 0));
+}
+
+PyObject* scope_aexit(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  return ready_awaitable(scope_exit(self, args, nargs));
+}
+
+PyObject* null_aenter(PyObject* self, PyObject*) {
+  return ready_awaitable(Py_NewRef(self));
+}
+
+PyObject* null_aexit(PyObject*, PyObject* const*, Py_ssize_t) {
+  return ready_awaitable(Py_NewRef(Py_None));
+}
+
+PyMethodDef scope_async_methods[] = {
+    {"__aenter__", scope_aenter, METH_NOARGS, "Open the phase (async with)."},
+    {"__aexit__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(scope_aexit)),
+     METH_FASTCALL, "Close the phase (async with); exceptions propagate."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyMethodDef null_async_methods[] = {
+    {"__aenter__", null_aenter, METH_NOARGS, "Do nothing (async with)."},
+    {"__aexit__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(null_aexit)),
+     METH_FASTCALL, "Do nothing (async with); exceptions propagate."},
+    {nullptr, nullptr, 0, nullptr}};
 
 // The benchmarks' floor: an empty C context manager with ordinary C methods (each `with` binds
 // them, allocating two bound-method objects), which the scopes above avoid (cached_method.h).
@@ -581,7 +638,7 @@ LP_COLD PyObject* do_count_general(RecorderObject* r, PyObject* const* args, Py_
   Py_XINCREF(r);
   bool ok = parse_count_args(args, nargs, kwnames, &name, &n);
   uint32_t id;
-  if (ok && r && !r->closed && (ok = name_id_of(name, &id))) thread_state(r)->count(id, n);
+  if (ok && r && !r->closed && (ok = name_id_of(name, &id))) stacked_thread_state(r)->count(id, n);
   Py_XDECREF(r);
   if (!ok) return nullptr;
   Py_RETURN_NONE;
@@ -602,6 +659,7 @@ inline PyObject* do_count(RecorderObject* r, PyObject* const* args, Py_ssize_t n
   if (__builtin_expect(entry.obj != args[0] || !ts, 0)) {
     return do_count_general(r, args, nargs, kwnames);
   }
+  sync_active_stack(ts, r->serial);
   ts->count(entry.id, n);
   Py_RETURN_NONE;
 }
@@ -621,7 +679,8 @@ PyObject* recorder_count(PyObject* self, PyObject* const* args, Py_ssize_t nargs
 
 PyObject* recorder_current(PyObject* self, PyObject*) {
   RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
-  lp::ThreadState* ts = r->worker->recorder().thread_state();
+  lp::ThreadState* ts = r->recorder->find_thread();
+  if (ts) sync_active_stack(ts, r->serial);
   return name_str(ts ? ts->current_name() : lp::kRootNameId);
 }
 
@@ -1103,11 +1162,13 @@ int add_recorder_types(PyObject* module) {
   ScopeType.tp_flags = Py_TPFLAGS_DEFAULT;
   ScopeType.tp_doc = "One phase entry: use it in a with statement.";
   ScopeType.tp_dealloc = scope_dealloc;
+  ScopeType.tp_methods = scope_async_methods;
 
   NullScopeType.tp_name = "lineprofiler._core.NullScope";
   NullScopeType.tp_basicsize = sizeof(NullScopeObject);
   NullScopeType.tp_flags = Py_TPFLAGS_DEFAULT;
   NullScopeType.tp_doc = "The scope of a disabled profiler: does nothing.";
+  NullScopeType.tp_methods = null_async_methods;
 
   FloorScopeType.tp_name = "lineprofiler._core._FloorScope";
   FloorScopeType.tp_basicsize = sizeof(PyObject);
@@ -1128,7 +1189,7 @@ int add_recorder_types(PyObject* module) {
   FrontType.tp_dealloc = front_dealloc;
   FrontType.tp_methods = front_methods;
 
-  if (PyType_Ready(&RecorderType) < 0 || PyType_Ready(&ScopeType) < 0 ||
+  if (init_task_stacks() < 0 || init_ready_awaitable() < 0 || PyType_Ready(&RecorderType) < 0 || PyType_Ready(&ScopeType) < 0 ||
       PyType_Ready(&NullScopeType) < 0 || PyType_Ready(&FloorScopeType) < 0 ||
       PyType_Ready(&FrontType) < 0) {
     return -1;
