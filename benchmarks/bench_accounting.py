@@ -15,6 +15,7 @@ call plus the two wall-clock reads an enabled entry makes shows what the clock i
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import platform
@@ -58,6 +59,15 @@ class _PyScope:
         o.calls[self.name] = o.calls.get(self.name, 0) + 1
 
 
+def in_task(timer, number: int) -> float:
+    """Times a batch inside one asyncio task's step (the phase stack is the task's own)."""
+
+    async def batch() -> float:
+        return timer.timeit(number)
+
+    return asyncio.run(batch())
+
+
 def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
     quiet = dict(snapshot_interval_s=None, sample_interval_s=None)
     off = Profiler(run_dir=run_dir, enabled=False)
@@ -98,6 +108,12 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
         f"phase(), enabled=True, measure_cpu=True (cpu clock: {auto_tier})": (
             "with on_cpu.phase('x'): pass",
             g,
+        ),
+        "phase() inside an asyncio task, measure_cpu=True": (
+            "with on_cpu.phase('x'): pass",
+            g,
+            "pass",
+            in_task,
         ),
         "phase(io=True)": ("with on_cpu.phase('io', io=True): pass", g),
         # sample=1e-9: after the stride's first (measured) entry, every timed entry is skipped.
@@ -196,6 +212,8 @@ def main() -> int:
     # against the disabled scope (the same protocol, no recording) an enabled one shows what
     # recording itself adds.
     same_protocol = enabled_ns / ns["phase(), enabled=False"]
+    on_cpu_name = next(n for n in ns if n.startswith("phase(), enabled=True, measure_cpu=True"))
+    task_ratio = ns["phase() inside an asyncio task, measure_cpu=True"] / ns[on_cpu_name]
     info = {
         "date": time.strftime("%Y-%m-%d"),
         "python": platform.python_version(),
@@ -212,6 +230,7 @@ def main() -> int:
                     "installed_dispatch_delta_ns": delta,
                     "wall_clock_cost": clock,
                     "enabled_nocpu_ratio_to_disabled_scope": same_protocol,
+                    "in_task_ratio_to_same_phase_outside": task_ratio,
                 },
                 indent=2,
             )
@@ -237,6 +256,7 @@ def main() -> int:
         f"phase(), enabled=True, measure_cpu=False against phase(), enabled=False (the same "
         f"cached-method scope protocol, nothing recorded): {same_protocol:.2f}x"
     )
+    print(f"phase() inside an asyncio task against the same phase outside one: {task_ratio:.2f}x")
     return 0
 
 

@@ -160,14 +160,14 @@ std::shared_ptr<PhaseStack> ThreadState::new_task_stack(const PhaseStack* parent
   uint32_t base = d ? p.frames[d - 1].node.load(std::memory_order_relaxed) : p.base_node;
   uint32_t scale = d ? p.frames[d - 1].scale.load(std::memory_order_relaxed) : p.base_scale;
   auto stack = std::make_shared<PhaseStack>(8, true, base, scale);
+  bump(task_stacks_made, uint64_t(1));
   std::lock_guard<std::mutex> lock(struct_mu_);
   if (task_stacks_.size() >= 2 * task_stacks_pruned_at_ + 16) {
     // Forget the stacks of finished tasks (only this registry still holds them).
-    task_stacks_.erase(std::remove_if(task_stacks_.begin(), task_stacks_.end(),
-                                      [](const std::shared_ptr<PhaseStack>& s) {
-                                        return s.use_count() == 1;
-                                      }),
-                       task_stacks_.end());
+    task_stacks_.erase(
+        std::remove_if(task_stacks_.begin(), task_stacks_.end(),
+                       [](const std::shared_ptr<PhaseStack>& s) { return s.use_count() == 1; }),
+        task_stacks_.end());
     task_stacks_pruned_at_ = task_stacks_.size();
   }
   task_stacks_.push_back(stack);
@@ -324,6 +324,7 @@ std::vector<ThreadSnapshot> Recorder::snapshot() const {
     snap.depth_overflow = ts->depth_overflow.load(std::memory_order_relaxed);
     snap.folded_entries = ts->folded_entries.load(std::memory_order_relaxed);
     snap.out_of_order_exits = ts->out_of_order_exits.load(std::memory_order_relaxed);
+    snap.task_stacks_made = ts->task_stacks_made.load(std::memory_order_relaxed);
     std::lock_guard<std::mutex> lock(ts->struct_mu_);
     snap.nodes.resize(ts->nodes_.size());
     for (uint32_t i = 0; i < ts->nodes_.size(); ++i) {

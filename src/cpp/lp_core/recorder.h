@@ -281,6 +281,7 @@ class ThreadState {
   std::atomic<uint64_t> folded_entries{0};
   std::atomic<uint64_t> counter_overflow{0};
   std::atomic<uint64_t> out_of_order_exits{0};  // exits that closed inner entries too
+  std::atomic<uint64_t> task_stacks_made{0};    // stacks new_task_stack() made on this thread
 
  private:
   friend class Recorder;
@@ -344,11 +345,11 @@ class ThreadState {
   uint32_t folded_node_ = 0;                               // created on first fold
   PhaseStack own_{kMaxDepth, false};                       // the thread's own stack
   PhaseStack* active_ = &own_;
-  std::shared_ptr<PhaseStack> active_ref_;  // keeps a task stack alive while active
-  uint64_t epoch_ = 0;                      // bumped by use_stack()
+  std::shared_ptr<PhaseStack> active_ref_;                // keeps a task stack alive while active
+  uint64_t epoch_ = 0;                                    // bumped by use_stack()
   std::vector<std::shared_ptr<PhaseStack>> task_stacks_;  // under struct_mu_: for snapshots
   size_t task_stacks_pruned_at_ = 0;  // registry size after the last prune of unused stacks
-  IoCounterFile io_file_;             // this thread's /proc io file, opened on the first io=True entry
+  IoCounterFile io_file_;  // this thread's /proc io file, opened on the first io=True entry
   bool io_open_tried_ = false;
   uint64_t io_own_rchar_ = 0;  // bytes this thread's own counter reads returned
 };
@@ -378,6 +379,7 @@ struct ThreadSnapshot {
   uint64_t depth_overflow = 0;
   uint64_t folded_entries = 0;
   uint64_t out_of_order_exits = 0;
+  uint64_t task_stacks_made = 0;    // > 0: entries of this thread's tasks may overlap in time
   std::vector<NodeSnapshot> nodes;  // index 0 is the root; parents precede children
 };
 
@@ -412,7 +414,8 @@ class Recorder {
   std::vector<ThreadSnapshot> snapshot() const;
 
   /// Name ids of the phases open right now on the own stack (not its tasks') of the first thread
-  /// that recorded with this recorder, outermost first; empty when none is open. Safe to call from any thread (the sampler's tag).
+  /// that recorded with this recorder, outermost first; empty when none is open. Safe to call from
+  /// any thread (the sampler's tag).
   std::vector<uint32_t> first_thread_open_path() const;
 
   /// In a forked child: forgets every thread state (leaked, not destroyed: a parent thread may

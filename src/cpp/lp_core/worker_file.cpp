@@ -61,6 +61,10 @@ void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<
   append_json_uint(out, t.depth_overflow);
   out.append(",\"folded_entries\":");
   append_json_uint(out, t.folded_entries);
+  if (t.task_stacks_made) {  // asyncio tasks recorded here: their entries may overlap in time
+    out.append(",\"tasks\":");
+    append_json_uint(out, t.task_stacks_made);
+  }
   if (t.out_of_order_exits) {
     out.append(",\"out_of_order_exits\":");
     append_json_uint(out, t.out_of_order_exits);

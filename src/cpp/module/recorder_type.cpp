@@ -1189,9 +1189,9 @@ int add_recorder_types(PyObject* module) {
   FrontType.tp_dealloc = front_dealloc;
   FrontType.tp_methods = front_methods;
 
-  if (init_task_stacks() < 0 || init_ready_awaitable() < 0 || PyType_Ready(&RecorderType) < 0 || PyType_Ready(&ScopeType) < 0 ||
-      PyType_Ready(&NullScopeType) < 0 || PyType_Ready(&FloorScopeType) < 0 ||
-      PyType_Ready(&FrontType) < 0) {
+  if (init_task_stacks() < 0 || init_ready_awaitable() < 0 || PyType_Ready(&RecorderType) < 0 ||
+      PyType_Ready(&ScopeType) < 0 || PyType_Ready(&NullScopeType) < 0 ||
+      PyType_Ready(&FloorScopeType) < 0 || PyType_Ready(&FrontType) < 0) {
     return -1;
   }
   // __enter__/__exit__ of the scopes: bound methods reused, not allocated per `with`.

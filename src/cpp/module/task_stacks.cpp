@@ -4,8 +4,9 @@
 // (the context's address and a weak reference to the task, so that a new context at a freed one's
 // address is never taken for it) and, per recorder and thread, the stack it uses. A task's context
 // is a copy of its creator's, so a new task finds its creator's holder there: its first phase makes
-// it a holder of its own whose stacks nest under the creator's innermost open phases at that moment.
-// Code outside a task (synchronous code, loop callbacks, executor threads) uses the thread's stack.
+// it a holder of its own whose stacks nest under the creator's innermost open phases at that
+// moment. Code outside a task (synchronous code, loop callbacks, executor threads) uses the
+// thread's stack.
 #include "module/task_stacks.h"
 
 #include <memory>
@@ -29,7 +30,7 @@ struct StackHolder {
 };
 
 PyTypeObject StackHolderType = {PyVarObject_HEAD_INIT(nullptr, 0)};
-PyObject* g_stacks_var = nullptr;       // the ContextVar holding a context's StackHolder
+PyObject* g_stacks_var = nullptr;        // the ContextVar holding a context's StackHolder
 PyObject* g_get_running_loop = nullptr;  // asyncio's, once asyncio has been imported
 PyObject* g_current_task = nullptr;
 

@@ -160,7 +160,9 @@ def _opt_int(value: Any, what: str, lo: int = 0) -> int | None:
     return None if value is None else _int(value, what, lo=lo)
 
 
-def _phase(rec: Any, where: str, lifetime_ns: int | None) -> tuple[Path_, MergedPhase]:
+def _phase(
+    rec: Any, where: str, lifetime_ns: int | None, tasks: bool = False
+) -> tuple[Path_, MergedPhase]:
     if not isinstance(rec, dict):
         raise _Bad(f"{where}: a phase record is {type(rec).__name__}, not an object")
     raw_path = rec.get("path")
@@ -168,7 +170,7 @@ def _phase(rec: Any, where: str, lifetime_ns: int | None) -> tuple[Path_, Merged
         raise _Bad(f"{where}: path {_short(raw_path)} is not a list of names")
     name = "/".join(raw_path) or "(root)"
     at = f"{where} phase {name!r}"
-    for key in ("calls", "wall_ns", "self_ns", "open", "open_ns"):
+    for key in ("calls", "wall_ns", "self_ns", "open", "open_ns", "async_calls", "async_wall_ns"):
         _int(rec.get(key, 0), f"{at}: {key}")
     if rec.get("cpu_ns") is not None:
         _int(rec["cpu_ns"], f"{at}: cpu_ns")
@@ -189,9 +191,11 @@ def _phase(rec: Any, where: str, lifetime_ns: int | None) -> tuple[Path_, Merged
     stats = MergedPhase.from_record(rec)
     if every == 1 and lifetime_ns is not None:
         # A path appears once per thread and its entries cannot overlap, so its time is bounded
-        # by the worker's lifetime (with slack for the two clocks).
+        # by the worker's lifetime (with slack for the two clocks); asyncio tasks' entries that
+        # spanned an await (and, on a thread with tasks, open ones) can overlap.
         limit = lifetime_ns * 1.01 + 1e9
-        if stats.wall_ns + stats.open_ns > limit or (stats.cpu_ns or 0) > limit:
+        bounded = stats.wall_ns - stats.async_wall_ns + (0 if tasks else stats.open_ns)
+        if bounded > limit or (stats.cpu_ns or 0) > limit:
             raise _Bad(
                 f"{at}: {stats.wall_ns + stats.open_ns} ns recorded in a process that lived "
                 f"{lifetime_ns} ns"
@@ -258,6 +262,8 @@ def _worker(doc: dict[str, Any], rel: str) -> Worker:
         where = f"thread {thread.get('name') or i}"
         w.folded_entries += _int(thread.get("folded_entries", 0), f"{where}: folded_entries")
         w.depth_overflow += _int(thread.get("depth_overflow", 0), f"{where}: depth_overflow")
+        w.out_of_order_exits += _int(thread.get("out_of_order_exits", 0), f"{where}: exits")
+        tasks = bool(thread.get("tasks"))
         phases = thread.get("phases", [])
         if not isinstance(phases, list):
             raise _Bad(f"{where}: phases is {type(phases).__name__}, not a list")
@@ -265,13 +271,15 @@ def _worker(doc: dict[str, Any], rel: str) -> Worker:
         if thread_names:
             prefix = (str(thread.get("name") or f"thread-{thread.get('tid')}"),)
         for rec in phases:
-            path, stats = _phase(rec, where, lifetime_ns)
+            path, stats = _phase(rec, where, lifetime_ns, tasks)
             stats.thread_node = thread_names and not path
             _add(tree, prefix + path, stats)
             if thread_names and len(path) == 1:
                 node = MergedPhase(
                     cpu_ns=stats.cpu_ns,
                     wall_ns=stats.wall_ns,
+                    async_calls=stats.async_calls,
+                    async_wall_ns=stats.async_wall_ns,
                     open_ns=stats.open_ns,
                     sample_rates=set(stats.sample_rates),
                     processes=1,
@@ -516,6 +524,18 @@ def _caveats(run: MergedRun) -> list[Caveat]:
                 f"{len(overflow)} worker(s) nested phases deeper than the recorder's limit; "
                 "the deepest entries were not recorded",
                 [w.path for w in overflow],
+            )
+        )
+    disorder = [w for w in run.workers if w.out_of_order_exits > 0]
+    if disorder:
+        out.append(
+            Caveat(
+                "out_of_order_exits",
+                f"{sum(w.out_of_order_exits for w in disorder):,} phase exit(s) in "
+                f"{len(disorder)} worker(s) came before the exit of a phase entered inside them "
+                "(on one thread or in one asyncio task): the inner entries were closed there, "
+                "early",
+                [w.path for w in disorder],
             )
         )
     for a in run.superseded:

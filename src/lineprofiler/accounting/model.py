@@ -85,6 +85,7 @@ class Worker:
     threads: int = 0
     folded_entries: int = 0
     depth_overflow: int = 0
+    out_of_order_exits: int = 0  # exits that closed phases entered after theirs (user code)
     tree: dict[Path_, MergedPhase] = field(default_factory=dict, repr=False)
     stale_s: float | None = None  # set by the merge when the worker is named stale
 

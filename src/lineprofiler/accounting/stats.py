@@ -76,7 +76,10 @@ class PhaseStats:
     """Aggregates of one phase path. Times are integer nanoseconds.
 
     ``cpu_ns``/``wait_ns`` are None when CPU time was not measured (``measure_cpu=False``):
-    missing, not zero. ``wait_ns`` is wall minus CPU over completed entries. ``sample_every``
+    missing, not zero. ``wait_ns`` is wall minus CPU over completed entries. ``async_calls``
+    entries (of an asyncio task, ``async_wall_ns`` of wall time) spanned an await that suspended
+    the task: the thread ran other tasks meanwhile, so their CPU is in no ``cpu_ns`` and the
+    phase's ``wait_ns`` is None (shown as "async"), not a number. ``sample_every``
     > 1 marks the values as estimates, already scaled (one entry in N of a sampled phase was
     measured); merging keeps the largest, so a partly-estimated total stays marked.
     """
@@ -90,6 +93,8 @@ class PhaseStats:
     hist: Histogram = field(default_factory=Histogram)
     counters: dict[str, int] = field(default_factory=dict)
     sample_every: int = 0
+    async_calls: int = 0
+    async_wall_ns: int = 0
 
     @property
     def estimated(self) -> bool:
@@ -98,7 +103,7 @@ class PhaseStats:
 
     @property
     def wait_ns(self) -> int | None:
-        if self.cpu_ns is None:
+        if self.cpu_ns is None or self.async_calls:
             return None
         return max(0, self.wall_ns - self.cpu_ns)
 
@@ -123,6 +128,8 @@ class PhaseStats:
         for k, v in other.counters.items():
             self.counters[k] = self.counters.get(k, 0) + v
         self.sample_every = max(self.sample_every, other.sample_every)
+        self.async_calls += other.async_calls
+        self.async_wall_ns += other.async_wall_ns
 
     @classmethod
     def from_record(cls, rec: Mapping) -> PhaseStats:
@@ -138,6 +145,8 @@ class PhaseStats:
             hist=Histogram.from_pairs(rec.get("hist", ())),
             counters={str(k): int(v) for k, v in dict(rec.get("counters", {})).items()},
             sample_every=int(rec.get("sample_every", 0)),
+            async_calls=int(rec.get("async_calls", 0)),
+            async_wall_ns=int(rec.get("async_wall_ns", 0)),
         )
 
 
