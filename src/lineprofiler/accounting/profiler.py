@@ -457,6 +457,12 @@ class _WrappedScope:
             self._annotated = False
             annotator.exit(self._annotation)
 
+    async def __aenter__(self) -> _WrappedScope:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.__exit__(*exc)
+
 
 def _version() -> str:
     from lineprofiler import __version__
