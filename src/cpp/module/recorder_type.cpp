@@ -301,11 +301,29 @@ LP_COLD lp::ThreadState* find_thread_for_exit(RecorderObject* r) {
   return r->recorder->find_thread();
 }
 
-// The thread's state on r with the active stack set for the calling task (or the thread's own).
+// Chooses ts's active stack for the calling task out of line. That runs Python code, which could
+// drop the last reference to r (a spare scope only borrows it), so r is held across it; false when
+// r went away meanwhile (then nothing is recorded).
+LP_COLD bool resolve_holding(RecorderObject* r, lp::ThreadState* ts, PyThreadState* t) {
+  Py_INCREF(r);
+  resolve_active_stack(ts, t, r->serial);
+  bool alive = Py_REFCNT(r) > 1;
+  Py_DECREF(r);
+  return alive;
+}
+
+// Makes ts's active stack the calling task's (or the thread's own): two loads and a compare unless
+// the current context changed since ts last looked. False when r went away (see above).
+inline bool sync_active_stack(RecorderObject* r, lp::ThreadState* ts) {
+  PyThreadState* t = PyThreadState_Get();
+  return __builtin_expect(same_context(ts, t), 1) || resolve_holding(r, ts, t);
+}
+
+// The thread's state on r with the active stack set for the calling task; nullptr when r went
+// away while it was chosen. The caller holds r.
 inline lp::ThreadState* stacked_thread_state(RecorderObject* r) {
   lp::ThreadState* ts = thread_state(r);
-  sync_active_stack(ts, r->serial);
-  return ts;
+  return sync_active_stack(r, ts) ? ts : nullptr;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -339,7 +357,7 @@ LP_COLD void scope_enter_holding(ScopeObject* s) {
   RecorderObject* r = s->rec;
   Py_INCREF(r);
   lp::ThreadState* ts = stacked_thread_state(r);
-  if (scope_open(s, ts) && (s->flags & kScopeSync)) {
+  if (ts && scope_open(s, ts) && (s->flags & kScopeSync)) {
     cuda_sync_now();  // drain what earlier phases queued, unbilled to this one
     ts->restart_top();
   }
@@ -354,8 +372,7 @@ PyObject* scope_enter(PyObject* self, PyObject* const*, Py_ssize_t) {
     if (__builtin_expect(!ts || (s->flags & kScopeSync), 0)) {
       scope_enter_holding(s);
     } else {
-      sync_active_stack(ts, r->serial);
-      scope_open(s, ts);
+      if (sync_active_stack(r, ts)) scope_open(s, ts);
     }
   }
   Py_INCREF(self);
@@ -367,10 +384,8 @@ LP_COLD void scope_exit_synced(ScopeObject* s) {
   RecorderObject* r = s->rec;
   Py_INCREF(r);
   cuda_sync_now();
-  if (lp::ThreadState* ts = r->recorder->find_thread()) {
-    sync_active_stack(ts, r->serial);
-    scope_close(s, ts);
-  }
+  lp::ThreadState* ts = r->recorder->find_thread();
+  if (ts && sync_active_stack(r, ts)) scope_close(s, ts);
   Py_DECREF(r);
 }
 
@@ -384,8 +399,7 @@ PyObject* scope_exit(PyObject* self, PyObject* const*, Py_ssize_t) {
                        0)) {
     scope_exit_synced(s);
   } else {
-    sync_active_stack(ts, r->serial);
-    scope_close(s, ts);
+    if (sync_active_stack(r, ts)) scope_close(s, ts);
   }
   Py_RETURN_NONE;
 }
@@ -638,7 +652,9 @@ LP_COLD PyObject* do_count_general(RecorderObject* r, PyObject* const* args, Py_
   Py_XINCREF(r);
   bool ok = parse_count_args(args, nargs, kwnames, &name, &n);
   uint32_t id;
-  if (ok && r && !r->closed && (ok = name_id_of(name, &id))) stacked_thread_state(r)->count(id, n);
+  if (ok && r && !r->closed && (ok = name_id_of(name, &id))) {
+    if (lp::ThreadState* ts = stacked_thread_state(r)) ts->count(id, n);
+  }
   Py_XDECREF(r);
   if (!ok) return nullptr;
   Py_RETURN_NONE;
@@ -659,8 +675,7 @@ inline PyObject* do_count(RecorderObject* r, PyObject* const* args, Py_ssize_t n
   if (__builtin_expect(entry.obj != args[0] || !ts, 0)) {
     return do_count_general(r, args, nargs, kwnames);
   }
-  sync_active_stack(ts, r->serial);
-  ts->count(entry.id, n);
+  if (sync_active_stack(r, ts)) ts->count(entry.id, n);
   Py_RETURN_NONE;
 }
 
@@ -680,7 +695,7 @@ PyObject* recorder_count(PyObject* self, PyObject* const* args, Py_ssize_t nargs
 PyObject* recorder_current(PyObject* self, PyObject*) {
   RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
   lp::ThreadState* ts = r->recorder->find_thread();
-  if (ts) sync_active_stack(ts, r->serial);
+  if (ts && !sync_active_stack(r, ts)) ts = nullptr;
   return name_str(ts ? ts->current_name() : lp::kRootNameId);
 }
 

@@ -17,16 +17,13 @@ namespace lp_module {
 
 /// Out of line: makes ts's active stack the current task's (created on the task's first phase,
 /// nested under the phases its creating task had open, as a contextvar inherits) or, outside a
-/// task, the thread's own. recorder_serial identifies the recorder (never reused). Never raises.
+/// task, the thread's own. recorder_serial identifies the recorder (never reused). Never raises;
+/// runs Python code (asyncio's current_task, a ContextVar), so the caller holds the recorder.
 void resolve_active_stack(lp::ThreadState* ts, PyThreadState* tstate, uint64_t recorder_serial);
 
-/// Makes ts's active stack the one for the calling context (see the header comment).
-inline void sync_active_stack(lp::ThreadState* ts, uint64_t recorder_serial) {
-  PyThreadState* t = PyThreadState_Get();
-  if (__builtin_expect(t->context_ver == ts->context_key_b && t->id == ts->context_key_a, 1)) {
-    return;
-  }
-  resolve_active_stack(ts, t, recorder_serial);
+/// Whether ts's active stack was chosen for the calling context (see the header comment).
+inline bool same_context(const lp::ThreadState* ts, const PyThreadState* t) {
+  return t->context_ver == ts->context_key_b && t->id == ts->context_key_a;
 }
 
 /// Readies the holder type. Returns 0, or -1 with a Python exception set.
