@@ -1013,7 +1013,8 @@ PyObject* front_init_subclass(PyObject* cls, PyObject* args, PyObject* kwds);
 PyMethodDef front_methods[] = {
     {"phase", LP_FASTCALL_KW(front_phase),
      "phase(name, io=False, sync=False, sample=None) -> a context manager timing one entry into "
-     "the phase `name`, nested under the phases open on this thread."},
+     "the phase `name`, nested under the phases open on this thread (in an asyncio task: in this "
+     "task, under those open where it was created)."},
     {"count", LP_FASTCALL_KW(front_count),
      "count(name, n=1): add n (an int; a float raises TypeError) to a counter on the innermost "
      "open phase, or the root when none is open."},
@@ -1146,7 +1147,8 @@ PyMethodDef module_functions[] = {
     {"installed_count", LP_FASTCALL_KW(installed_count),
      "count() on the installed recorder, or a no-op when none is installed."},
     {"installed_current", installed_current, METH_NOARGS,
-     "The installed recorder's innermost open phase on this thread, or ''."},
+     "The installed recorder's innermost open phase on this thread (in an asyncio task: in this "
+     "task), or ''."},
     {"set_installed", set_installed, METH_O, "set_installed(recorder or None)."},
     {"get_installed", get_installed, METH_NOARGS, "The installed recorder, or None."},
     {nullptr, nullptr, 0, nullptr}};
