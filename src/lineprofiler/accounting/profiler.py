@@ -301,7 +301,7 @@ class Profiler(_core.PhaseFront):
         return self._delta_cursor.advance(self.merged_tree())
 
     def current(self) -> str:
-        """The innermost open phase on this thread, or ""."""
+        """The innermost open phase on this thread (in an asyncio task: in this task), or ""."""
         return self._rec.current() if self._rec is not None else ""
 
     def flush_stats(self) -> dict[str, Any]:
