@@ -12,11 +12,13 @@ def calibrate(stmt: str, g: dict, target_s: float = 0.02, setup: str = "pass") -
     while True:
         t = timeit.Timer(stmt, setup, globals=g).timeit(number)
         if t >= target_s / 4 or number >= 10_000_000:
-            return max(1000, int(number * target_s / max(t, 1e-9)))
+            return max(100, int(number * target_s / max(t, 1e-9)))
         number *= 4
 
 
-def best_ns_per_call(cases: dict[str, tuple], rounds: int = 15) -> dict[str, float]:
+def best_ns_per_call(
+    cases: dict[str, tuple], rounds: int = 15, batch_s: float = 0.02
+) -> dict[str, float]:
     """Best-of-rounds ns per execution of each case's statement, rounds interleaved across cases.
 
     A case is (stmt, globals), (stmt, globals, setup) or (stmt, globals, setup, runner); setup runs
@@ -25,7 +27,10 @@ def best_ns_per_call(cases: dict[str, tuple], rounds: int = 15) -> dict[str, flo
     """
     runners = {name: c[3] for name, c in cases.items() if len(c) > 3}
     cases = {name: (c[0], c[1], c[2] if len(c) > 2 else "pass") for name, c in cases.items()}
-    numbers = {name: calibrate(stmt, g, setup=setup) for name, (stmt, g, setup) in cases.items()}
+    numbers = {
+        name: calibrate(stmt, g, target_s=batch_s, setup=setup)
+        for name, (stmt, g, setup) in cases.items()
+    }
     best = {name: float("inf") for name in cases}
     timers = {
         name: timeit.Timer(stmt, setup, globals=g) for name, (stmt, g, setup) in cases.items()

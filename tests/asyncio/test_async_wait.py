@@ -88,3 +88,31 @@ def test_a_phase_in_a_task_that_never_suspends_keeps_its_wait(tmp_path):
     assert busy.async_calls == 0
     assert 0.8 * cpu["busy"] <= busy.cpu_ns <= 1.2 * cpu["busy"] + 5e6
     assert tree[("awaits_done",)].async_calls == 0
+
+
+def test_io_phase_spanning_an_await_records_no_bytes_of_other_tasks(tmp_path):
+    size = 256 * 1024
+    with quiet_profiler(tmp_path / "run") as p:
+
+        async def waiter() -> None:
+            with p.phase("waits", io=True):
+                await asyncio.sleep(0.05)
+
+        async def writer() -> None:
+            await asyncio.sleep(0.01)  # the waiter is suspended inside its phase by now
+            with p.phase("writes", io=True):  # no await inside: its bytes are its own
+                with open(tmp_path / "blob", "wb") as f:
+                    f.write(b"x" * size)
+
+        async def main() -> None:
+            await asyncio.gather(waiter(), writer())
+
+        asyncio.run(main())
+        tree = p.merged_tree()
+        doc = json.loads(p._rec.snapshot_json())
+    ios = {tuple(ph["path"]): ph.get("io") for t in doc["threads"] for ph in t["phases"]}
+    assert ios[("waits",)]["async"] == 1
+    assert ios[("waits",)]["calls"] == 0 and ios[("waits",)]["write_chars"] == 0
+    assert ios[("writes",)]["calls"] == 1
+    assert ios[("writes",)]["write_chars"] == size  # the syscall layer: exactly what it wrote
+    assert tree[("waits",)].async_calls == 1

@@ -110,8 +110,7 @@ Counter& ThreadState::add_counter(uint32_t node, uint32_t name_id) {
   return *(nodes_[node].last_counter = &counters_.back());
 }
 
-void ThreadState::exit_out_of_order(const void* token) {
-  PhaseStack& st = *active_;
+void ThreadState::exit_out_of_order(PhaseStack& st, const void* token) {
   uint32_t d = st.depth.load(std::memory_order_relaxed);
   uint32_t match = d;
   for (uint32_t i = d; i-- > 0;) {
@@ -200,8 +199,7 @@ bool ThreadState::enter_io(uint32_t name_id, const void* token, uint32_t sample_
   return true;
 }
 
-void ThreadState::exit_io(const void* token) {
-  PhaseStack& st = *active_;
+void ThreadState::exit_io_on(PhaseStack& st, const void* token) {
   uint32_t d = st.depth.load(std::memory_order_relaxed);
   if (d == 0) return;
   Frame& f = st.frames[d - 1];
@@ -213,7 +211,13 @@ void ThreadState::exit_io(const void* token) {
         break;
       }
     }
-    exit_out_of_order(token);
+    exit_out_of_order(st, token);
+    return;
+  }
+  if (st.is_task && f.epoch0 != epoch_) {
+    // The task was suspended inside: the thread's counters also moved for other tasks' I/O.
+    bump(nodes_[f.node.load(std::memory_order_relaxed)].io_async, uint64_t(1));
+    close_top(st, d);
     return;
   }
   uint64_t own_between = io_own_rchar_ - f.io_own0;  // the entry read and any nested io reads
@@ -343,6 +347,7 @@ std::vector<ThreadSnapshot> Recorder::snapshot() const {
       }
       s.io_calls = n.io_calls.load(std::memory_order_relaxed);
       s.io_failed = n.io_failed.load(std::memory_order_relaxed);
+      s.io_async = n.io_async.load(std::memory_order_relaxed);
       s.io_read_bytes = n.io_read_bytes.load(std::memory_order_relaxed);
       s.io_write_bytes = n.io_write_bytes.load(std::memory_order_relaxed);
       s.io_rchar = n.io_rchar.load(std::memory_order_relaxed);

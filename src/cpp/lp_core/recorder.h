@@ -65,6 +65,7 @@ struct Node {
   // phase(io=True) entries (this thread's /proc counters at the entry's own boundaries), in bytes.
   std::atomic<uint64_t> io_calls{0};   // entries whose two reads succeeded
   std::atomic<uint64_t> io_failed{0};  // entries that recorded no bytes: a boundary read failed
+  std::atomic<uint64_t> io_async{0};   // task entries that spanned a switch: no bytes recorded
   std::atomic<uint64_t> io_read_bytes{0};
   std::atomic<uint64_t> io_write_bytes{0};
   std::atomic<uint64_t> io_rchar{0};
@@ -178,8 +179,9 @@ class ThreadState {
 
   /// Ends a skipped entry: when token is the sampled entry that started skipping, the active
   /// stack records again. Any other token (a phase entered while skipping) is ignored.
-  inline void exit_skipped(const void* token) {
-    if (active_->skip_token == token) active_->skip_token = nullptr;
+  inline void exit_skipped(const void* token) { exit_skipped_on(*active_, token); }
+  inline void exit_skipped_on(PhaseStack& st, const void* token) {
+    if (st.skip_token == token) st.skip_token = nullptr;
   }
 
   /// Whether the active stack is inside a skipped sampled entry (records nothing). Owner only.
@@ -199,12 +201,14 @@ class ThreadState {
   /// Closes the entry opened with token on the active stack. An out-of-order exit closes the
   /// frames above it too and is counted in out_of_order_exits; an exit with no matching entry
   /// (depth overflow, never entered, or entered on another stack) records nothing.
-  inline void exit(const void* token) {
-    PhaseStack& st = *active_;
+  inline void exit(const void* token) { exit_on(*active_, token); }
+
+  /// exit() on a given stack of this thread (the one the entry was made on), active or not.
+  inline void exit_on(PhaseStack& st, const void* token) {
     uint32_t d = st.depth.load(std::memory_order_relaxed);
     if (d == 0) return;
     if (st.frames[d - 1].token != token) {
-      exit_out_of_order(token);
+      exit_out_of_order(st, token);
       return;
     }
     close_top(st, d);
@@ -217,10 +221,12 @@ class ThreadState {
 
   /// exit() for phase(io=True), for an entry enter_io() recorded: reads the counters, then
   /// closes. Bytes are recorded only when both boundary reads succeeded and the entry is the
-  /// innermost one (an out-of-order exit records none and counts as failed); the bytes of this
-  /// thread's own counter reads are subtracted from rchar. Inside a sampled entry, entries and
-  /// bytes are scaled like the entry's time.
-  void exit_io(const void* token);
+  /// innermost one (an out-of-order exit records none and counts as failed) and, on a task stack,
+  /// did not span a switch (the thread's counters then include other tasks' I/O: counted in
+  /// io_async, no bytes); the bytes of this thread's own counter reads are subtracted from rchar.
+  /// Inside a sampled entry, entries and bytes are scaled like the entry's time.
+  void exit_io(const void* token) { exit_io_on(*active_, token); }
+  void exit_io_on(PhaseStack& st, const void* token);
 
   /// Adds n to counter name_id on the innermost open phase of the active stack (its base node
   /// when none is open), clamped to the int64 range. Inside a sampled entry n is scaled like the
@@ -299,7 +305,7 @@ class ThreadState {
   uint32_t add_child(uint32_t parent, uint32_t name_id);
   Counter& find_counter(uint32_t node, uint32_t name_id);  // found or added; sets the hint
   Counter& add_counter(uint32_t node, uint32_t name_id);   // sets the hint unless the table is full
-  void exit_out_of_order(const void* token);
+  void exit_out_of_order(PhaseStack& st, const void* token);
   bool grow(PhaseStack& st);  // doubles st's frames up to kMaxDepth; false when already there
   bool read_io(IoCounters* out);
   void add_open_frames(const PhaseStack& st, uint64_t now, ThreadSnapshot& snap) const;
@@ -371,6 +377,7 @@ struct NodeSnapshot {
   uint64_t io_calls = 0, io_failed = 0, io_read_bytes = 0, io_write_bytes = 0, io_rchar = 0,
            io_wchar = 0;
   uint64_t async_calls = 0, async_wall_ns = 0;  // entries that spanned a task switch (no CPU)
+  uint64_t io_async = 0;  // io=True entries that spanned a task switch (no bytes)
 };
 
 struct ThreadSnapshot {

@@ -34,6 +34,10 @@ void append_io(std::string& out, const NodeSnapshot& n) {
   append_json_uint(out, n.io_calls);
   out.append(",\"failed\":");
   append_json_uint(out, n.io_failed);
+  if (n.io_async) {  // entries in an asyncio task that spanned an await: no bytes recorded
+    out.append(",\"async\":");
+    append_json_uint(out, n.io_async);
+  }
   out.append(",\"read_bytes\":");
   append_json_uint(out, n.io_read_bytes);
   out.append(",\"write_bytes\":");
@@ -123,7 +127,7 @@ void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<
       append_json_int(out, n.counters[k].second);
     }
     out.push_back('}');
-    if (n.io_calls || n.io_failed) append_io(out, n);
+    if (n.io_calls || n.io_failed || n.io_async) append_io(out, n);
     out.push_back('}');
   }
   out.append("]}");

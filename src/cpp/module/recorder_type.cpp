@@ -120,6 +120,7 @@ constexpr uint32_t kScopeIo = 1u << 0;
 constexpr uint32_t kScopeSync = 1u << 1;
 constexpr uint32_t kScopeRecorded = 1u << 2;  // set by __enter__ when the entry was recorded
 constexpr uint32_t kScopeSpare = 1u << 3;     // one of RecorderObject::spare
+constexpr uint32_t kScopeOwnStack = 1u << 4;  // set by __enter__: entered on the thread's own stack
 
 uint64_t g_next_recorder_serial = 1;
 PyObject* g_phase_name_warning = nullptr;  // lineprofiler._core.PhaseNameWarning
@@ -334,20 +335,28 @@ inline bool scope_open(ScopeObject* s, lp::ThreadState* ts) {
   PyObject* token = reinterpret_cast<PyObject*>(s);
   bool recorded = (s->flags & kScopeIo) ? ts->enter_io(s->name_id, token, s->sample_every)
                                         : ts->enter(s->name_id, token, s->sample_every);
-  s->flags = recorded ? s->flags | kScopeRecorded : s->flags & ~kScopeRecorded;
+  uint32_t flags = s->flags & ~(kScopeRecorded | kScopeOwnStack);
+  if (recorded) flags |= kScopeRecorded;
+  if (ts->active_stack() == ts->own_stack()) flags |= kScopeOwnStack;
+  s->flags = flags;
   return recorded;
 }
 
-// Closes s's entry on ts (or ends its skip, for an entry sampling skipped).
-inline void scope_close(ScopeObject* s, lp::ThreadState* ts) {
+// Closes s's entry on the stack st of ts (or ends its skip, for an entry sampling skipped).
+inline void scope_close_on(ScopeObject* s, lp::ThreadState* ts, lp::PhaseStack& st) {
   PyObject* token = reinterpret_cast<PyObject*>(s);
   if (!(s->flags & kScopeRecorded)) {
-    ts->exit_skipped(token);
+    ts->exit_skipped_on(st, token);
   } else if (s->flags & kScopeIo) {
-    ts->exit_io(token);
+    ts->exit_io_on(st, token);
   } else {
-    ts->exit(token);
+    ts->exit_on(st, token);
   }
+}
+
+// Closes s's entry on ts's active stack.
+inline void scope_close(ScopeObject* s, lp::ThreadState* ts) {
+  scope_close_on(s, ts, *ts->active_stack());
 }
 
 // __enter__ where Python code runs: the thread's first entry (its name is read through threading)
@@ -398,8 +407,11 @@ PyObject* scope_exit(PyObject* self, PyObject* const*, Py_ssize_t) {
   if (__builtin_expect((s->flags & (kScopeSync | kScopeRecorded)) == (kScopeSync | kScopeRecorded),
                        0)) {
     scope_exit_synced(s);
-  } else {
-    if (sync_active_stack(r, ts)) scope_close(s, ts);
+  } else if (__builtin_expect(s->flags & kScopeOwnStack, 1)) {
+    // Entered on the thread's own stack: closed there whatever context is current (no check).
+    scope_close_on(s, ts, *ts->own_stack());
+  } else if (sync_active_stack(r, ts)) {
+    scope_close(s, ts);  // a task's entry: its exit also learns whether the task was suspended
   }
   Py_RETURN_NONE;
 }
