@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from lineprofiler import accounting
-from lineprofiler.accounting import Profiler
+from lineprofiler.accounting import Profiler, merge_run
+from lineprofiler.render.text import render_text
 from tests.helpers import quiet_profiler
 
 
@@ -229,6 +230,9 @@ def test_an_out_of_order_exit_in_a_task_is_counted(tmp_path):
         snap = p._rec.snapshot_json()
     assert paths(tree) == {("outer",): 1, ("outer", "inner"): 1}
     assert '"out_of_order_exits":1' in snap
+    report = render_text(merge_run(tmp_path / "run"))
+    caveats = report[report.index("CAVEATS") :]
+    assert "1 phase exit(s) in 1 worker(s) came before the exit of a phase entered" in caveats
 
 
 def test_phases_in_threads_are_unchanged_by_tasks(tmp_path):
