@@ -251,3 +251,29 @@ def test_phases_in_threads_are_unchanged_by_tasks(tmp_path):
         asyncio.run(main())
         tree = p.merged_tree()
     assert paths(tree) == {("task_phase",): 1, ("in_thread",): 1}
+
+
+def test_count_in_a_task_goes_to_the_tasks_phase_or_the_one_it_nests_under(tmp_path):
+    with make(tmp_path) as p:
+
+        async def counting(name: str | None) -> None:
+            if name is None:
+                p.count("bare")  # no phase of its own: the phase it nests under
+                return
+            with p.phase(name):
+                await asyncio.sleep(0)
+                p.count("inside")
+
+        async def main() -> None:
+            await counting(None)  # before any task has opened a phase
+            with p.phase("work"):
+                await asyncio.gather(counting("a"), counting("b"), counting(None))
+
+        with p.phase("serve"):
+            asyncio.run(main())
+            p.count("sync")
+        tree = p.merged_tree()
+    assert tree[("serve",)].counters == {"bare": 1, "sync": 1}
+    assert tree[("serve", "work")].counters == {"bare": 1}
+    assert tree[("serve", "work", "a")].counters == {"inside": 1}
+    assert tree[("serve", "work", "b")].counters == {"inside": 1}

@@ -160,6 +160,7 @@ std::shared_ptr<PhaseStack> ThreadState::new_task_stack(const PhaseStack* parent
   uint32_t scale = d ? p.frames[d - 1].scale.load(std::memory_order_relaxed) : p.base_scale;
   auto stack = std::make_shared<PhaseStack>(8, true, base, scale);
   bump(task_stacks_made, uint64_t(1));
+  has_task_stacks_ = true;
   std::lock_guard<std::mutex> lock(struct_mu_);
   if (task_stacks_.size() >= 2 * task_stacks_pruned_at_ + 16) {
     // Forget the stacks of finished tasks (only this registry still holds them).

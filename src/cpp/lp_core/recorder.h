@@ -273,6 +273,8 @@ class ThreadState {
     ++epoch_;
   }
   PhaseStack* active_stack() const { return active_; }
+  /// Whether new_task_stack() was ever called on this thread. Owner only.
+  bool has_task_stacks() const { return has_task_stacks_; }
   PhaseStack* own_stack() { return &own_; }
 
   /// The module's key of the context the active stack was chosen for (opaque to lp_core).
@@ -353,6 +355,7 @@ class ThreadState {
   PhaseStack* active_ = &own_;
   std::shared_ptr<PhaseStack> active_ref_;                // keeps a task stack alive while active
   uint64_t epoch_ = 0;                                    // bumped by use_stack()
+  bool has_task_stacks_ = false;                          // owner-only copy of task_stacks_made > 0
   std::vector<std::shared_ptr<PhaseStack>> task_stacks_;  // under struct_mu_: for snapshots
   size_t task_stacks_pruned_at_ = 0;  // registry size after the last prune of unused stacks
   IoCounterFile io_file_;  // this thread's /proc io file, opened on the first io=True entry

@@ -687,7 +687,10 @@ inline PyObject* do_count(RecorderObject* r, PyObject* const* args, Py_ssize_t n
   if (__builtin_expect(entry.obj != args[0] || !ts, 0)) {
     return do_count_general(r, args, nargs, kwnames);
   }
-  if (sync_active_stack(r, ts)) ts->count(entry.id, n);
+  // Until a task made a stack on this thread, the thread's own stack is the only one (a task's
+  // first stack would nest under its top, so a count lands on the same node either way).
+  if (__builtin_expect(ts->has_task_stacks(), 0) && !sync_active_stack(r, ts)) Py_RETURN_NONE;
+  ts->count(entry.id, n);
   Py_RETURN_NONE;
 }
 
