@@ -65,6 +65,9 @@ void add_node(NodeSnapshot& into, const NodeSnapshot& from) {
   into.io_write_bytes = add_sat(into.io_write_bytes, from.io_write_bytes);
   into.io_rchar = add_sat(into.io_rchar, from.io_rchar);
   into.io_wchar = add_sat(into.io_wchar, from.io_wchar);
+  into.io_async = add_sat(into.io_async, from.io_async);
+  into.async_calls = add_sat(into.async_calls, from.async_calls);
+  into.async_wall_ns = add_sat(into.async_wall_ns, from.async_wall_ns);
 }
 
 }  // namespace
@@ -122,6 +125,8 @@ void FinishedThreads::fold(const ThreadSnapshot& t) {
   r.snap.depth_overflow = add_sat(r.snap.depth_overflow, t.depth_overflow);
   r.snap.folded_entries = add_sat(r.snap.folded_entries, t.folded_entries);
   r.snap.counters_refused = add_sat(r.snap.counters_refused, t.counters_refused);
+  r.snap.out_of_order_exits = add_sat(r.snap.out_of_order_exits, t.out_of_order_exits);
+  r.snap.task_stacks_made = add_sat(r.snap.task_stacks_made, t.task_stacks_made);
   // Parents precede children in a snapshot, so each node's parent is mapped before it.
   std::vector<uint32_t> mapped(t.nodes.size(), kRootNode);
   for (size_t i = 0; i < t.nodes.size(); ++i) {

@@ -1,4 +1,5 @@
-// lp_core/recorder.cpp: thread registration, tree growth, out-of-order exits and snapshots.
+// lp_core/recorder.cpp: thread registration, tree growth, task stacks, out-of-order exits and
+// snapshots.
 #include "lp_core/recorder.h"
 
 #include <pthread.h>
@@ -33,6 +34,35 @@ uint64_t current_thread_serial() {
 }  // namespace
 
 __thread TlsCache g_tls_cache __attribute__((tls_model("initial-exec"))) = {0, nullptr};
+
+namespace {
+// States of other recorders this thread used recently (g_tls_cache holds the latest one): a
+// thread that records with two profilers in turn finds each without a lock.
+constexpr int kTlsVictims = 4;
+__thread TlsCache g_tls_victims[kTlsVictims] __attribute__((tls_model("initial-exec")));
+__thread unsigned g_tls_victim_next __attribute__((tls_model("initial-exec"))) = 0;
+
+// Makes (gen, state) the primary cache entry, keeping the one it replaces among the victims.
+void tls_cache_put(uint64_t gen, ThreadState* state) {
+  if (g_tls_cache.gen == gen) {
+    g_tls_cache.state = state;
+    return;
+  }
+  if (g_tls_cache.state) {
+    int slot = -1;
+    for (int i = 0; i < kTlsVictims; ++i) {
+      if (g_tls_victims[i].gen == g_tls_cache.gen || g_tls_victims[i].gen == gen) {
+        slot = i;
+        break;
+      }
+    }
+    if (slot < 0) slot = int(g_tls_victim_next++ % kTlsVictims);
+    g_tls_victims[slot] = g_tls_cache;
+  }
+  g_tls_cache.gen = gen;
+  g_tls_cache.state = state;
+}
+}  // namespace
 
 ThreadState::ThreadState(uint64_t os_tid, std::string thread_name, bool measure_cpu,
                          CpuClockTier cpu_tier)
@@ -83,17 +113,68 @@ Counter* ThreadState::add_counter(uint32_t node, uint32_t name_id) {
   return nodes_[node].last_counter = &counters_.back();
 }
 
-void ThreadState::exit_out_of_order(const void* token) {
-  uint32_t d = depth_.load(std::memory_order_relaxed);
+void ThreadState::exit_out_of_order(PhaseStack& st, const void* token) {
+  uint32_t d = st.depth.load(std::memory_order_relaxed);
   uint32_t match = d;
   for (uint32_t i = d; i-- > 0;) {
-    if (frames_[i].token == token) {
+    if (st.frames[i].token == token) {
       match = i;
       break;
     }
   }
   if (match == d) return;  // never entered (or entered past kMaxDepth): nothing to close
-  for (uint32_t top = d; top > match; --top) close_top(top);
+  bump(out_of_order_exits, uint64_t(1));
+  for (uint32_t top = d; top > match; --top) close_top(st, top);
+}
+
+bool ThreadState::grow(PhaseStack& st) {
+  if (st.capacity >= kMaxDepth) return false;
+  uint32_t cap = st.capacity * 2 > kMaxDepth ? kMaxDepth : st.capacity * 2;
+  Frame* bigger = new Frame[cap];
+  uint32_t d = st.depth.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < d; ++i) {
+    const Frame& a = st.frames[i];
+    Frame& b = bigger[i];
+    b.node.store(a.node.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    b.t0_ticks.store(a.t0_ticks.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    b.scale.store(a.scale.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    b.c0_ns = a.c0_ns;
+    b.epoch0 = a.epoch0;
+    b.token = a.token;
+    b.io_ok = a.io_ok;
+    b.io_own0 = a.io_own0;
+    b.io0 = a.io0;
+  }
+  Frame* old;
+  {
+    std::lock_guard<std::mutex> lock(struct_mu_);  // snapshots read the frames under it
+    old = st.frames;
+    st.frames = bigger;
+    st.capacity = cap;
+  }
+  delete[] old;
+  return true;
+}
+
+std::shared_ptr<PhaseStack> ThreadState::new_task_stack(const PhaseStack* parent) {
+  const PhaseStack& p = parent ? *parent : own_;
+  uint32_t d = p.depth.load(std::memory_order_relaxed);
+  uint32_t base = d ? p.frames[d - 1].node.load(std::memory_order_relaxed) : p.base_node;
+  uint32_t scale = d ? p.frames[d - 1].scale.load(std::memory_order_relaxed) : p.base_scale;
+  auto stack = std::make_shared<PhaseStack>(8, true, base, scale);
+  bump(task_stacks_made, uint64_t(1));
+  has_task_stacks_ = true;
+  std::lock_guard<std::mutex> lock(struct_mu_);
+  if (task_stacks_.size() >= 2 * task_stacks_pruned_at_ + 16) {
+    // Forget the stacks of finished tasks (only this registry still holds them).
+    task_stacks_.erase(
+        std::remove_if(task_stacks_.begin(), task_stacks_.end(),
+                       [](const std::shared_ptr<PhaseStack>& s) { return s.use_count() == 1; }),
+        task_stacks_.end());
+    task_stacks_pruned_at_ = task_stacks_.size();
+  }
+  task_stacks_.push_back(stack);
+  return stack;
 }
 
 bool ThreadState::read_io(IoCounters* out) {
@@ -108,32 +189,39 @@ bool ThreadState::read_io(IoCounters* out) {
 }
 
 bool ThreadState::enter_io(uint32_t name_id, const void* token, uint32_t sample_every) {
-  if (skip_token_ != nullptr) return false;  // inside a skipped entry: record nothing, read nothing
+  PhaseStack& st = *active_;
+  if (st.skip_token != nullptr) return false;  // in a skipped entry: record nothing, read nothing
   uint64_t own0 = io_own_rchar_;
   IoCounters c;
   bool ok = read_io(&c);
-  uint32_t d = depth_.load(std::memory_order_relaxed);
+  uint32_t d = st.depth.load(std::memory_order_relaxed);
   if (!enter(name_id, token, sample_every)) return false;
-  Frame& f = frames_[d];
+  Frame& f = st.frames[d];  // (after enter: it may have grown the frames)
   f.io_ok = ok;
   f.io_own0 = own0;
   f.io0 = c;
   return true;
 }
 
-void ThreadState::exit_io(const void* token) {
-  uint32_t d = depth_.load(std::memory_order_relaxed);
+void ThreadState::exit_io_on(PhaseStack& st, const void* token) {
+  uint32_t d = st.depth.load(std::memory_order_relaxed);
   if (d == 0) return;
-  Frame& f = frames_[d - 1];
+  Frame& f = st.frames[d - 1];
   if (f.token != token) {
     // Closing inner frames too: no bytes for this entry (counted as failed when it is open).
     for (uint32_t i = d; i-- > 0;) {
-      if (frames_[i].token == token) {
-        bump(nodes_[frames_[i].node.load(std::memory_order_relaxed)].io_failed, uint64_t(1));
+      if (st.frames[i].token == token) {
+        bump(nodes_[st.frames[i].node.load(std::memory_order_relaxed)].io_failed, uint64_t(1));
         break;
       }
     }
-    exit_out_of_order(token);
+    exit_out_of_order(st, token);
+    return;
+  }
+  if (st.is_task && f.epoch0 != epoch_) {
+    // The task was suspended inside: the thread's counters also moved for other tasks' I/O.
+    bump(nodes_[f.node.load(std::memory_order_relaxed)].io_async, uint64_t(1));
+    close_top(st, d);
     return;
   }
   uint64_t own_between = io_own_rchar_ - f.io_own0;  // the entry read and any nested io reads
@@ -152,13 +240,26 @@ void ThreadState::exit_io(const void* token) {
   } else {
     bump(n.io_failed, uint64_t(1));
   }
-  close_top(d);
+  close_top(st, d);
 }
 
 uint32_t ThreadState::current_name() const {
-  uint32_t d = depth_.load(std::memory_order_relaxed);
-  if (d == 0) return kRootNameId;
-  return nodes_[frames_[d - 1].node.load(std::memory_order_relaxed)].name_id;
+  const PhaseStack& st = *active_;
+  uint32_t d = st.depth.load(std::memory_order_relaxed);
+  uint32_t node = d ? st.frames[d - 1].node.load(std::memory_order_relaxed) : st.base_node;
+  return node == kRootNode ? kRootNameId : nodes_[node].name_id;
+}
+
+void ThreadState::add_open_frames(const PhaseStack& st, uint64_t now, ThreadSnapshot& snap) const {
+  uint32_t depth = st.depth.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < depth && i < st.capacity; ++i) {
+    uint32_t node = st.frames[i].node.load(std::memory_order_relaxed);
+    uint64_t t0 = st.frames[i].t0_ticks.load(std::memory_order_relaxed);
+    uint64_t scale = st.frames[i].scale.load(std::memory_order_relaxed);
+    if (node >= snap.nodes.size() || now < t0) continue;
+    snap.nodes[node].open_ns += ticks_to_ns(now - t0) * scale;
+    snap.nodes[node].open_count += 1;
+  }
 }
 
 // -- thread exit --------------------------------------------------------------------------------
@@ -196,6 +297,7 @@ struct ThreadExitHook {
   ~ThreadExitHook() {
     g_thread_exiting = true;
     g_tls_cache = {0, nullptr};
+    for (TlsCache& v : g_tls_victims) v = {0, nullptr};
     // The main thread's hook runs inside exit(): its tree stays as it is, to be written as is.
     if (states.empty() || uint64_t(syscall(SYS_gettid)) == uint64_t(getpid())) return;
     std::lock_guard<std::mutex> lock(*g_live_mu);
@@ -261,8 +363,33 @@ ThreadState* Recorder::register_thread(const std::string& thread_name) {
     // goes: the hook object is gone)
     if (!g_thread_exiting) t_exit_hook.states.emplace_back(generation_, found);
   }
-  g_tls_cache.gen = generation_;
-  g_tls_cache.state = found;
+  tls_cache_put(generation_, found);
+  return found;
+}
+
+ThreadState* Recorder::find_thread() {
+  if (g_tls_cache.gen == generation_) return g_tls_cache.state;
+  for (TlsCache& v : g_tls_victims) {
+    if (v.gen == generation_) {
+      ThreadState* found = v.state;
+      v.gen = 0;
+      v.state = nullptr;
+      tls_cache_put(generation_, found);
+      return found;
+    }
+  }
+  uint64_t serial = current_thread_serial();
+  ThreadState* found = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(threads_mu_);
+    for (auto& t : *threads_) {
+      if (t->thread_serial_ == serial) {
+        found = t.get();
+        break;
+      }
+    }
+  }
+  if (found) tls_cache_put(generation_, found);
   return found;
 }
 
@@ -289,6 +416,8 @@ std::vector<ThreadSnapshot> Recorder::snapshot_of(const std::vector<ThreadState*
     snap.depth_overflow = ts->depth_overflow.load(std::memory_order_relaxed);
     snap.folded_entries = ts->folded_entries.load(std::memory_order_relaxed);
     snap.counters_refused = ts->counter_overflow.load(std::memory_order_relaxed);
+    snap.out_of_order_exits = ts->out_of_order_exits.load(std::memory_order_relaxed);
+    snap.task_stacks_made = ts->task_stacks_made.load(std::memory_order_relaxed);
     std::lock_guard<std::mutex> lock(ts->struct_mu_);
     snap.nodes.resize(ts->nodes_.size());
     for (uint32_t i = 0; i < ts->nodes_.size(); ++i) {
@@ -308,10 +437,13 @@ std::vector<ThreadSnapshot> Recorder::snapshot_of(const std::vector<ThreadState*
       }
       s.io_calls = n.io_calls.load(std::memory_order_relaxed);
       s.io_failed = n.io_failed.load(std::memory_order_relaxed);
+      s.io_async = n.io_async.load(std::memory_order_relaxed);
       s.io_read_bytes = n.io_read_bytes.load(std::memory_order_relaxed);
       s.io_write_bytes = n.io_write_bytes.load(std::memory_order_relaxed);
       s.io_rchar = n.io_rchar.load(std::memory_order_relaxed);
       s.io_wchar = n.io_wchar.load(std::memory_order_relaxed);
+      s.async_calls = n.async_calls.load(std::memory_order_relaxed);
+      s.async_wall_ns = n.async_wall_ns.load(std::memory_order_relaxed);
       for (uint32_t c : n.counters) {
         const Counter& counter = ts->counters_[c];
         s.counters.emplace_back(counter.name_id, counter.value.load(std::memory_order_relaxed));
@@ -319,15 +451,8 @@ std::vector<ThreadSnapshot> Recorder::snapshot_of(const std::vector<ThreadState*
           s.saturated.push_back(counter.name_id);
       }
     }
-    uint32_t depth = ts->depth_.load(std::memory_order_acquire);
-    for (uint32_t i = 0; i < depth && i < kMaxDepth; ++i) {
-      uint32_t node = ts->frames_[i].node.load(std::memory_order_relaxed);
-      uint64_t t0 = ts->frames_[i].t0_ticks.load(std::memory_order_relaxed);
-      uint64_t scale = ts->frames_[i].scale.load(std::memory_order_relaxed);
-      if (node >= snap.nodes.size() || now < t0) continue;
-      snap.nodes[node].open_ns += ticks_to_ns(now - t0) * scale;
-      snap.nodes[node].open_count += 1;
-    }
+    ts->add_open_frames(ts->own_, now, snap);
+    for (const auto& stack : ts->task_stacks_) ts->add_open_frames(*stack, now, snap);
     out.push_back(std::move(snap));
   }
   return out;
@@ -342,9 +467,9 @@ std::vector<uint32_t> Recorder::first_thread_open_path() const {
   }
   std::vector<uint32_t> path;
   if (!ts) return path;
-  uint32_t depth = ts->depth_.load(std::memory_order_acquire);
+  uint32_t depth = ts->own_.depth.load(std::memory_order_acquire);
   if (depth == 0 || depth > kMaxDepth) return path;
-  uint32_t node = ts->frames_[depth - 1].node.load(std::memory_order_relaxed);
+  uint32_t node = ts->own_.frames[depth - 1].node.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(ts->struct_mu_);
   if (node >= ts->nodes_.size()) return path;  // a node newer than this view: treat as none open
   for (uint32_t i = node; i != kRootNode; i = ts->nodes_[i].parent) {

@@ -1,7 +1,8 @@
 // lp_core/recorder.h: per-thread phase trees and the allocation-free enter/exit/count hot path.
 //
 // Each OS thread that records gets its own ThreadState: a tree of Nodes keyed by the path of
-// phase names and a fixed stack of open frames. Only the owning thread writes its tree; values
+// phase names and stacks of open frames (its own, plus one per asyncio task that the module makes;
+// the active one is the one enter/exit/count use). Only the owning thread writes its tree; values
 // are relaxed atomics written with plain load+store (no lock prefix), so the snapshot thread
 // reads them race-free without stopping the owner. Structural changes (a new node, a new
 // counter) take the thread's own mutex, which only the snapshot reader ever contends.
@@ -67,10 +68,16 @@ struct Node {
   // phase(io=True) entries (this thread's /proc counters at the entry's own boundaries), in bytes.
   std::atomic<uint64_t> io_calls{0};   // entries whose two reads succeeded
   std::atomic<uint64_t> io_failed{0};  // entries that recorded no bytes: a boundary read failed
+  std::atomic<uint64_t> io_async{0};   // task entries that spanned a switch: no bytes recorded
   std::atomic<uint64_t> io_read_bytes{0};
   std::atomic<uint64_t> io_write_bytes{0};
   std::atomic<uint64_t> io_rchar{0};
   std::atomic<uint64_t> io_wchar{0};
+  // Entries of a task stack that spanned a switch of the active stack (an asyncio task's await
+  // that suspended it): their wall time is in wall_ns, their CPU in no cpu_ns (the thread ran other
+  // tasks meanwhile), so wait is not derivable for them.
+  std::atomic<uint64_t> async_calls{0};
+  std::atomic<uint64_t> async_wall_ns{0};
 };
 
 struct Frame {
@@ -79,6 +86,7 @@ struct Frame {
   std::atomic<uint32_t> scale{
       1};  // entries this one stands for (product of enclosing sample strides)
   uint64_t c0_ns = 0;
+  uint64_t epoch0 = 0;  // the thread's stack-switch epoch at entry (see ThreadState::use_stack)
   const void* token = nullptr;
   // Only meaningful for an entry opened with enter_io(); owner-only.
   bool io_ok = false;
@@ -89,6 +97,31 @@ struct Frame {
 class Recorder;
 class ThreadState;
 class FinishedThreads;
+struct ThreadSnapshot;
+
+/// One stack of open phases: a thread's own, or one asyncio task's. The frames live in an array
+/// that grows (under the owning ThreadState's struct_mu_, which snapshots hold) up to kMaxDepth.
+/// Owner-thread only, except depth/frames read by snapshots under struct_mu_.
+struct PhaseStack {
+  /// base_node/base_scale: the node the stack's outermost phase nests under, and its scale.
+  PhaseStack(uint32_t capacity, bool task, uint32_t base_node = kRootNode, uint32_t base_scale = 1)
+      : frames(new Frame[capacity]),
+        capacity(capacity),
+        is_task(task),
+        base_node(base_node),
+        base_scale(base_scale) {}
+  ~PhaseStack() { delete[] frames; }
+  PhaseStack(const PhaseStack&) = delete;
+  PhaseStack& operator=(const PhaseStack&) = delete;
+
+  Frame* frames;
+  uint32_t capacity;
+  const bool is_task;
+  const uint32_t base_node;
+  const uint32_t base_scale;
+  const void* skip_token = nullptr;  // the skipped sampled entry this stack is inside, if any
+  std::atomic<uint32_t> depth{0};
+};
 
 /// The calling thread's last-used (recorder generation, thread state). A plain __thread POD with
 /// the initial-exec model: one %fs-relative load, no TLS wrapper or __tls_get_addr call.
@@ -107,27 +140,29 @@ class ThreadState {
   ThreadState(uint64_t os_tid, std::string thread_name, bool measure_cpu,
               CpuClockTier cpu_tier = CpuClockTier::kSyscall);
 
-  /// Opens a phase named name_id under the innermost open one. token identifies the entry at exit.
+  /// Opens a phase named name_id under the innermost open one of the active stack (its base node
+  /// when it has none open). token identifies the entry at exit.
   /// sample_every > 1 measures one entry in sample_every of this path (a deterministic stride,
   /// the first entry measured) and scales what it records by that factor; a skipped entry makes
-  /// this thread record nothing (no entries, no counters) until exit_skipped(token).
+  /// this stack record nothing (no entries, no counters) until exit_skipped(token).
   /// Returns true when the entry was recorded and must be closed with exit(token); false when it
   /// was skipped (sampling, an enclosing skipped entry, or depth overflow).
   inline bool enter(uint32_t name_id, const void* token, uint32_t sample_every = 1) {
-    if (__builtin_expect(skip_token_ != nullptr, 0)) return false;
-    uint32_t d = depth_.load(std::memory_order_relaxed);
-    if (d >= kMaxDepth) {
+    PhaseStack& st = *active_;
+    if (__builtin_expect(st.skip_token != nullptr, 0)) return false;
+    uint32_t d = st.depth.load(std::memory_order_relaxed);
+    if (__builtin_expect(d >= st.capacity, 0) && !grow(st)) {
       bump(depth_overflow, uint64_t(1));
       return false;
     }
-    uint32_t parent = d ? frames_[d - 1].node.load(std::memory_order_relaxed) : kRootNode;
-    uint32_t scale = d ? frames_[d - 1].scale.load(std::memory_order_relaxed) : 1;
+    uint32_t parent = d ? st.frames[d - 1].node.load(std::memory_order_relaxed) : st.base_node;
+    uint32_t scale = d ? st.frames[d - 1].scale.load(std::memory_order_relaxed) : st.base_scale;
     uint32_t node = child(parent, name_id);
     if (sample_every > 1) {
       Node& n = nodes_[node];
       if (n.sample_countdown) {
         --n.sample_countdown;
-        skip_token_ = token;
+        st.skip_token = token;
         return false;
       }
       n.sample_countdown = sample_every - 1;
@@ -135,46 +170,53 @@ class ThreadState {
       scale = s > UINT32_MAX ? UINT32_MAX : uint32_t(s);
     }
     if (scale > 1) mark_sampled(node, scale);
-    Frame& f = frames_[d];
+    Frame& f = st.frames[d];
     f.node.store(node, std::memory_order_relaxed);
     f.scale.store(scale, std::memory_order_relaxed);
     f.token = token;
+    f.epoch0 = epoch_;
     uint64_t t0 = wall_ticks();
     f.t0_ticks.store(t0, std::memory_order_relaxed);
     if (measure_cpu_) f.c0_ns = cpu_.now_ns_at(t0);
-    depth_.store(d + 1, std::memory_order_release);
+    st.depth.store(d + 1, std::memory_order_release);
     return true;
   }
 
-  /// Ends a skipped entry: when token is the sampled entry that started skipping, this thread
-  /// records again. Any other token (a phase entered while skipping) is ignored.
-  inline void exit_skipped(const void* token) {
-    if (skip_token_ == token) skip_token_ = nullptr;
+  /// Ends a skipped entry: when token is the sampled entry that started skipping, the active
+  /// stack records again. Any other token (a phase entered while skipping) is ignored.
+  inline void exit_skipped(const void* token) { exit_skipped_on(*active_, token); }
+  inline void exit_skipped_on(PhaseStack& st, const void* token) {
+    if (st.skip_token == token) st.skip_token = nullptr;
   }
 
-  /// Whether this thread is inside a skipped sampled entry (records nothing). Owner only.
-  bool skipping() const { return skip_token_ != nullptr; }
+  /// Whether the active stack is inside a skipped sampled entry (records nothing). Owner only.
+  bool skipping() const { return active_->skip_token != nullptr; }
 
   /// Restarts the clocks of the innermost open entry (after work that must not be billed to it,
   /// such as a CUDA synchronize at entry). Owner only.
   void restart_top() {
-    uint32_t d = depth_.load(std::memory_order_relaxed);
+    PhaseStack& st = *active_;
+    uint32_t d = st.depth.load(std::memory_order_relaxed);
     if (d == 0) return;
-    Frame& f = frames_[d - 1];
+    Frame& f = st.frames[d - 1];
     f.t0_ticks.store(wall_ticks(), std::memory_order_relaxed);
     if (measure_cpu_) f.c0_ns = cpu_.now_ns();
   }
 
-  /// Closes the entry opened with token. Out-of-order exits close the frames above it too;
-  /// an exit with no matching entry (depth overflow, or never entered) records nothing.
-  inline void exit(const void* token) {
-    uint32_t d = depth_.load(std::memory_order_relaxed);
+  /// Closes the entry opened with token on the active stack. An out-of-order exit closes the
+  /// frames above it too and is counted in out_of_order_exits; an exit with no matching entry
+  /// (depth overflow, never entered, or entered on another stack) records nothing.
+  inline void exit(const void* token) { exit_on(*active_, token); }
+
+  /// exit() on a given stack of this thread (the one the entry was made on), active or not.
+  inline void exit_on(PhaseStack& st, const void* token) {
+    uint32_t d = st.depth.load(std::memory_order_relaxed);
     if (d == 0) return;
-    if (frames_[d - 1].token != token) {
-      exit_out_of_order(token);
+    if (st.frames[d - 1].token != token) {
+      exit_out_of_order(st, token);
       return;
     }
-    close_top(d);
+    close_top(st, d);
   }
 
   /// enter() for phase(io=True): reads this thread's I/O counters first (a skipped sampled entry
@@ -184,26 +226,30 @@ class ThreadState {
 
   /// exit() for phase(io=True), for an entry enter_io() recorded: reads the counters, then
   /// closes. Bytes are recorded only when both boundary reads succeeded and the entry is the
-  /// innermost one (an out-of-order exit records none and counts as failed); the bytes of this
-  /// thread's own counter reads are subtracted from rchar. Inside a sampled entry, entries and
-  /// bytes are scaled like the entry's time.
-  void exit_io(const void* token);
+  /// innermost one (an out-of-order exit records none and counts as failed) and, on a task stack,
+  /// did not span a switch (the thread's counters then include other tasks' I/O: counted in
+  /// io_async, no bytes); the bytes of this thread's own counter reads are subtracted from rchar.
+  /// Inside a sampled entry, entries and bytes are scaled like the entry's time.
+  void exit_io(const void* token) { exit_io_on(*active_, token); }
+  void exit_io_on(PhaseStack& st, const void* token);
 
-  /// Adds n to counter name_id on the innermost open phase (the root when none is open), clamped
-  /// to the int64 range (the counter is then marked saturated). Inside a sampled entry n is scaled
-  /// like the entry; inside a skipped one nothing is added. A new counter past the thread's
-  /// table (65,536) is refused and counted in counters_refused.
+  /// Adds n to counter name_id on the innermost open phase of the active stack (its base node
+  /// when none is open), clamped to the int64 range (the counter is then marked saturated).
+  /// Inside a sampled entry n is scaled like the entry; inside a skipped one nothing is added. A
+  /// new counter past the thread's table (65,536) is refused and counted in counters_refused.
   inline void count(uint32_t name_id, int64_t n) {
-    if (__builtin_expect(skip_token_ != nullptr, 0)) return;
-    uint32_t d = depth_.load(std::memory_order_relaxed);
-    uint32_t node = kRootNode;
+    const PhaseStack& st = *active_;
+    if (__builtin_expect(st.skip_token != nullptr, 0)) return;
+    uint32_t d = st.depth.load(std::memory_order_relaxed);
+    uint32_t node = st.base_node;
+    uint32_t scale = st.base_scale;
     bool clamped = false;
     if (d) {
-      const Frame& f = frames_[d - 1];
+      const Frame& f = st.frames[d - 1];
       node = f.node.load(std::memory_order_relaxed);
-      uint32_t scale = f.scale.load(std::memory_order_relaxed);
-      if (scale > 1) n = scale_count(n, scale, &clamped);
+      scale = f.scale.load(std::memory_order_relaxed);
     }
+    if (scale > 1) n = scale_count(n, scale, &clamped);
     Counter* c = nodes_[node].last_counter;
     if (__builtin_expect(c == nullptr || c->name_id != name_id, 0)) {
       c = find_counter(node, name_id);
@@ -212,11 +258,37 @@ class ThreadState {
     c->add(n, clamped);
   }
 
-  /// Name id of the innermost open phase, or kRootNameId (0) when none is open. Owner only.
+  /// Name id of the innermost open phase of the active stack (for a task stack with none open,
+  /// the phase it nests under), or kRootNameId (0) at the root. Owner only.
   uint32_t current_name() const;
 
-  /// Number of open phases. Owner only (others may read a stale value).
-  uint32_t depth() const { return depth_.load(std::memory_order_relaxed); }
+  /// Number of open phases on the active stack. Owner only (others may read a stale value).
+  uint32_t depth() const { return active_->depth.load(std::memory_order_relaxed); }
+
+  // --- Stacks. The module keeps one stack per asyncio task and makes the current task's active
+  // before each enter/exit/count; without it, the thread's own stack is always the active one.
+
+  /// A new task stack whose outermost phase nests under parent's innermost open phase (parent's
+  /// base when it has none open; the thread's own stack when parent is nullptr). Registered for
+  /// snapshots until only the registry holds it. Owner only.
+  std::shared_ptr<PhaseStack> new_task_stack(const PhaseStack* parent);
+
+  /// Makes stack (nullptr: the thread's own) the active one and starts a new switch epoch: an
+  /// entry of a task stack whose exit sees another epoch than its entry spanned a switch, so its
+  /// CPU time is not recorded (it is counted in async_calls/async_wall_ns instead). Owner only.
+  void use_stack(std::shared_ptr<PhaseStack> stack) {
+    active_ref_ = std::move(stack);
+    active_ = active_ref_ ? active_ref_.get() : &own_;
+    ++epoch_;
+  }
+  PhaseStack* active_stack() const { return active_; }
+  /// Whether new_task_stack() was ever called on this thread. Owner only.
+  bool has_task_stacks() const { return has_task_stacks_; }
+  PhaseStack* own_stack() { return &own_; }
+
+  /// The module's key of the context the active stack was chosen for (opaque to lp_core).
+  uint64_t context_key_a = ~uint64_t(0);
+  uint64_t context_key_b = ~uint64_t(0);
 
   uint64_t os_tid() const { return os_tid_; }
   const std::string& thread_name() const { return thread_name_; }
@@ -224,7 +296,9 @@ class ThreadState {
 
   std::atomic<uint64_t> depth_overflow{0};
   std::atomic<uint64_t> folded_entries{0};
-  std::atomic<uint64_t> counter_overflow{0};  // count()s refused: a new counter, table full
+  std::atomic<uint64_t> counter_overflow{0};    // count()s refused: a new counter, table full
+  std::atomic<uint64_t> out_of_order_exits{0};  // exits that closed inner entries too
+  std::atomic<uint64_t> task_stacks_made{0};    // stacks new_task_stack() made on this thread
 
  private:
   friend class Recorder;
@@ -242,8 +316,10 @@ class ThreadState {
   uint32_t add_child(uint32_t parent, uint32_t name_id);
   Counter* find_counter(uint32_t node, uint32_t name_id);  // found or added (nullptr: table full)
   Counter* add_counter(uint32_t node, uint32_t name_id);   // sets the hint; nullptr: table full
-  void exit_out_of_order(const void* token);
+  void exit_out_of_order(PhaseStack& st, const void* token);
+  bool grow(PhaseStack& st);  // doubles st's frames up to kMaxDepth; false when already there
   bool read_io(IoCounters* out);
+  void add_open_frames(const PhaseStack& st, uint64_t now, ThreadSnapshot& snap) const;
   void mark_sampled(uint32_t node, uint32_t scale) {
     std::atomic<uint32_t>& every = nodes_[node].sample_every;
     if (every.load(std::memory_order_relaxed) < scale)
@@ -258,8 +334,8 @@ class ThreadState {
     return out;
   }
 
-  inline void close_top(uint32_t d) {
-    Frame& f = frames_[d - 1];
+  inline void close_top(PhaseStack& st, uint32_t d) {
+    Frame& f = st.frames[d - 1];
     uint64_t t1 = wall_ticks();
     uint64_t c1 = measure_cpu_ ? cpu_.now_ns_at(t1) : 0;
     uint64_t wall = ticks_to_ns(t1 - f.t0_ticks.load(std::memory_order_relaxed));
@@ -267,9 +343,15 @@ class ThreadState {
     uint64_t scale = f.scale.load(std::memory_order_relaxed);  // 1 unless sampled
     bump(n.calls, scale);
     bump(n.wall_ns, wall * scale);
-    if (measure_cpu_) bump(n.cpu_ns, (c1 > f.c0_ns ? c1 - f.c0_ns : uint64_t(0)) * scale);
+    if (__builtin_expect(f.epoch0 != epoch_, 0) && st.is_task) {
+      // The task was suspended inside this entry: the thread's CPU clock also ran other tasks.
+      bump(n.async_calls, scale);
+      bump(n.async_wall_ns, wall * scale);
+    } else if (measure_cpu_) {
+      bump(n.cpu_ns, (c1 > f.c0_ns ? c1 - f.c0_ns : uint64_t(0)) * scale);
+    }
     bump(n.hist[hist_bucket(wall)], scale);
-    depth_.store(d - 1, std::memory_order_release);
+    st.depth.store(d - 1, std::memory_order_release);
   }
 
   const uint64_t os_tid_;
@@ -281,9 +363,13 @@ class ThreadState {
   StableArray<Node, 4, (kMaxNodes + 1 + 15) / 16> nodes_;  // kMaxNodes paths + "(folded)"
   StableArray<Counter, 6, 1024> counters_;                 // up to 65,536 counters per thread
   uint32_t folded_node_ = 0;                               // created on first fold
-  const void* skip_token_ = nullptr;  // the skipped sampled entry this thread is inside, if any
-  std::atomic<uint32_t> depth_{0};
-  Frame frames_[kMaxDepth];
+  PhaseStack own_{kMaxDepth, false};                       // the thread's own stack
+  PhaseStack* active_ = &own_;
+  std::shared_ptr<PhaseStack> active_ref_;                // keeps a task stack alive while active
+  uint64_t epoch_ = 0;                                    // bumped by use_stack()
+  bool has_task_stacks_ = false;                          // owner-only copy of task_stacks_made > 0
+  std::vector<std::shared_ptr<PhaseStack>> task_stacks_;  // under struct_mu_: for snapshots
+  size_t task_stacks_pruned_at_ = 0;  // registry size after the last prune of unused stacks
   IoCounterFile io_file_;  // this thread's /proc io file, opened on the first io=True entry
   bool io_open_tried_ = false;
   uint64_t io_own_rchar_ = 0;  // bytes this thread's own counter reads returned
@@ -307,6 +393,8 @@ struct NodeSnapshot {
   bool synthetic = false;  // the "(folded)" node a full tree made, not a phase of that name
   uint64_t io_calls = 0, io_failed = 0, io_read_bytes = 0, io_write_bytes = 0, io_rchar = 0,
            io_wchar = 0;
+  uint64_t async_calls = 0, async_wall_ns = 0;  // entries that spanned a task switch (no CPU)
+  uint64_t io_async = 0;  // io=True entries that spanned a task switch (no bytes)
 };
 
 struct ThreadSnapshot {
@@ -314,8 +402,10 @@ struct ThreadSnapshot {
   std::string thread_name;
   uint64_t depth_overflow = 0;
   uint64_t folded_entries = 0;
-  uint64_t counters_refused = 0;    // count()s refused because the counter table was full
-  uint64_t exited_threads = 0;      // > 0: the folded record of this many exited threads
+  uint64_t counters_refused = 0;  // count()s refused because the counter table was full
+  uint64_t exited_threads = 0;    // > 0: the folded record of this many exited threads
+  uint64_t out_of_order_exits = 0;
+  uint64_t task_stacks_made = 0;    // > 0: entries of this thread's tasks may overlap in time
   std::vector<NodeSnapshot> nodes;  // index 0 is the root; parents precede children
 };
 
@@ -341,6 +431,11 @@ class Recorder {
   /// used only on creation.
   ThreadState* register_thread(const std::string& thread_name);
 
+  /// The calling thread's state when it has registered with this recorder (found without
+  /// creating, and cached for thread_state()), else nullptr. For a thread that records with
+  /// several recorders in turn: a few recently used states are kept per thread.
+  ThreadState* find_thread();
+
   /// Copies every thread's tree (live threads, then the folded records of exited ones). Safe to
   /// call from any thread while others record or exit.
   std::vector<ThreadSnapshot> snapshot() const;
@@ -349,8 +444,9 @@ class Recorder {
   /// threads' record and frees ts (closing its fds). The thread must not record again.
   void retire_thread(ThreadState* ts);
 
-  /// Name ids of the phases open right now on the first thread that recorded with this recorder,
-  /// outermost first; empty when none is open. Safe to call from any thread (the sampler's tag).
+  /// Name ids of the phases open right now on the own stack (not its tasks') of the first thread
+  /// that recorded with this recorder, outermost first; empty when none is open. Safe to call from
+  /// any thread (the sampler's tag).
   std::vector<uint32_t> first_thread_open_path() const;
 
   /// In a forked child: forgets every thread state (leaked, not destroyed: a parent thread may

@@ -31,6 +31,10 @@ void append_io(std::string& out, const NodeSnapshot& n) {
   append_json_uint(out, n.io_calls);
   out.append(",\"failed\":");
   append_json_uint(out, n.io_failed);
+  if (n.io_async) {  // entries in an asyncio task that spanned an await: no bytes recorded
+    out.append(",\"async\":");
+    append_json_uint(out, n.io_async);
+  }
   out.append(",\"read_bytes\":");
   append_json_uint(out, n.io_read_bytes);
   out.append(",\"write_bytes\":");
@@ -66,6 +70,14 @@ void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<
     out.append(",\"exited_threads\":");
     append_json_uint(out, t.exited_threads);
   }
+  if (t.task_stacks_made) {  // asyncio tasks recorded here: their entries may overlap in time
+    out.append(",\"tasks\":");
+    append_json_uint(out, t.task_stacks_made);
+  }
+  if (t.out_of_order_exits) {
+    out.append(",\"out_of_order_exits\":");
+    append_json_uint(out, t.out_of_order_exits);
+  }
   out.append(",\"phases\":[");
   bool first = true;
   for (size_t i = 0; i < t.nodes.size(); ++i) {
@@ -89,6 +101,12 @@ void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<
       out.append("null");
     }
     if (n.synthetic) out.append(",\"synthetic\":true");  // the recorder's own "(folded)" node
+    if (n.async_calls) {  // entries that spanned an await: wall in wall_ns, CPU in no cpu_ns
+      out.append(",\"async_calls\":");
+      append_json_uint(out, n.async_calls);
+      out.append(",\"async_wall_ns\":");
+      append_json_uint(out, n.async_wall_ns);
+    }
     if (n.sample_every > 1) {  // values above are already scaled: an estimate, not a measurement
       out.append(",\"sample_every\":");
       append_json_uint(out, n.sample_every);
@@ -124,7 +142,7 @@ void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<
       }
       out.push_back(']');
     }
-    if (n.io_calls || n.io_failed) append_io(out, n);
+    if (n.io_calls || n.io_failed || n.io_async) append_io(out, n);
     out.push_back('}');
   }
   out.append("]}");

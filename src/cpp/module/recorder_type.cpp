@@ -18,6 +18,8 @@
 #include "module/cached_method.h"
 #include "module/cuda_probe.h"
 #include "module/py_util.h"
+#include "module/ready_awaitable.h"
+#include "module/task_stacks.h"
 
 namespace lp_module {
 namespace {
@@ -118,6 +120,7 @@ constexpr uint32_t kScopeIo = 1u << 0;
 constexpr uint32_t kScopeSync = 1u << 1;
 constexpr uint32_t kScopeRecorded = 1u << 2;  // set by __enter__ when the entry was recorded
 constexpr uint32_t kScopeSpare = 1u << 3;     // one of RecorderObject::spare
+constexpr uint32_t kScopeOwnStack = 1u << 4;  // set by __enter__: entered on the thread's own stack
 
 uint64_t g_next_recorder_serial = 1;
 PyObject* g_phase_name_warning = nullptr;  // lineprofiler._core.PhaseNameWarning
@@ -282,9 +285,46 @@ LP_COLD lp::ThreadState* register_thread(RecorderObject* r) {
   return r->recorder->register_thread(name);
 }
 
+// The calling thread's state on r, found (another recorder was used last) or registered.
+LP_COLD lp::ThreadState* find_or_register_thread(RecorderObject* r) {
+  lp::ThreadState* ts = r->recorder->find_thread();
+  return ts ? ts : register_thread(r);
+}
+
 inline lp::ThreadState* thread_state(RecorderObject* r) {
   lp::ThreadState* ts = r->recorder->thread_state();
-  return ts ? ts : register_thread(r);
+  return ts ? ts : find_or_register_thread(r);
+}
+
+// The calling thread's state on r for an exit (nullptr when it never recorded on r): found when
+// another recorder was used since, so that an exit finds its own frame.
+LP_COLD lp::ThreadState* find_thread_for_exit(RecorderObject* r) {
+  return r->recorder->find_thread();
+}
+
+// Chooses ts's active stack for the calling task out of line. That runs Python code, which could
+// drop the last reference to r (a spare scope only borrows it), so r is held across it; false when
+// r went away meanwhile (then nothing is recorded).
+LP_COLD bool resolve_holding(RecorderObject* r, lp::ThreadState* ts, PyThreadState* t) {
+  Py_INCREF(r);
+  resolve_active_stack(ts, t, r->serial);
+  bool alive = Py_REFCNT(r) > 1;
+  Py_DECREF(r);
+  return alive;
+}
+
+// Makes ts's active stack the calling task's (or the thread's own): two loads and a compare unless
+// the current context changed since ts last looked. False when r went away (see above).
+inline bool sync_active_stack(RecorderObject* r, lp::ThreadState* ts) {
+  PyThreadState* t = PyThreadState_Get();
+  return __builtin_expect(same_context(ts, t), 1) || resolve_holding(r, ts, t);
+}
+
+// The thread's state on r with the active stack set for the calling task; nullptr when r went
+// away while it was chosen. The caller holds r.
+inline lp::ThreadState* stacked_thread_state(RecorderObject* r) {
+  lp::ThreadState* ts = thread_state(r);
+  return sync_active_stack(r, ts) ? ts : nullptr;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -295,20 +335,28 @@ inline bool scope_open(ScopeObject* s, lp::ThreadState* ts) {
   PyObject* token = reinterpret_cast<PyObject*>(s);
   bool recorded = (s->flags & kScopeIo) ? ts->enter_io(s->name_id, token, s->sample_every)
                                         : ts->enter(s->name_id, token, s->sample_every);
-  s->flags = recorded ? s->flags | kScopeRecorded : s->flags & ~kScopeRecorded;
+  uint32_t flags = s->flags & ~(kScopeRecorded | kScopeOwnStack);
+  if (recorded) flags |= kScopeRecorded;
+  if (ts->active_stack() == ts->own_stack()) flags |= kScopeOwnStack;
+  s->flags = flags;
   return recorded;
 }
 
-// Closes s's entry on ts (or ends its skip, for an entry sampling skipped).
-inline void scope_close(ScopeObject* s, lp::ThreadState* ts) {
+// Closes s's entry on the stack st of ts (or ends its skip, for an entry sampling skipped).
+inline void scope_close_on(ScopeObject* s, lp::ThreadState* ts, lp::PhaseStack& st) {
   PyObject* token = reinterpret_cast<PyObject*>(s);
   if (!(s->flags & kScopeRecorded)) {
-    ts->exit_skipped(token);
+    ts->exit_skipped_on(st, token);
   } else if (s->flags & kScopeIo) {
-    ts->exit_io(token);
+    ts->exit_io_on(st, token);
   } else {
-    ts->exit(token);
+    ts->exit_on(st, token);
   }
+}
+
+// Closes s's entry on ts's active stack.
+inline void scope_close(ScopeObject* s, lp::ThreadState* ts) {
+  scope_close_on(s, ts, *ts->active_stack());
 }
 
 // __enter__ where Python code runs: the thread's first entry (its name is read through threading)
@@ -317,8 +365,8 @@ inline void scope_close(ScopeObject* s, lp::ThreadState* ts) {
 LP_COLD void scope_enter_holding(ScopeObject* s) {
   RecorderObject* r = s->rec;
   Py_INCREF(r);
-  lp::ThreadState* ts = thread_state(r);
-  if (scope_open(s, ts) && (s->flags & kScopeSync)) {
+  lp::ThreadState* ts = stacked_thread_state(r);
+  if (ts && scope_open(s, ts) && (s->flags & kScopeSync)) {
     cuda_sync_now();  // drain what earlier phases queued, unbilled to this one
     ts->restart_top();
   }
@@ -333,7 +381,7 @@ PyObject* scope_enter(PyObject* self, PyObject* const*, Py_ssize_t) {
     if (__builtin_expect(!ts || (s->flags & kScopeSync), 0)) {
       scope_enter_holding(s);
     } else {
-      scope_open(s, ts);
+      if (sync_active_stack(r, ts)) scope_open(s, ts);
     }
   }
   Py_INCREF(self);
@@ -345,19 +393,25 @@ LP_COLD void scope_exit_synced(ScopeObject* s) {
   RecorderObject* r = s->rec;
   Py_INCREF(r);
   cuda_sync_now();
-  if (lp::ThreadState* ts = r->recorder->thread_state()) scope_close(s, ts);
+  lp::ThreadState* ts = r->recorder->find_thread();
+  if (ts && sync_active_stack(r, ts)) scope_close(s, ts);
   Py_DECREF(r);
 }
 
 PyObject* scope_exit(PyObject* self, PyObject* const*, Py_ssize_t) {
   ScopeObject* s = reinterpret_cast<ScopeObject*>(self);
-  lp::ThreadState* ts = s->rec ? s->rec->recorder->thread_state() : nullptr;
-  if (!ts) Py_RETURN_NONE;
+  RecorderObject* r = s->rec;
+  if (!r) Py_RETURN_NONE;
+  lp::ThreadState* ts = r->recorder->thread_state();
+  if (__builtin_expect(!ts, 0) && !(ts = find_thread_for_exit(r))) Py_RETURN_NONE;
   if (__builtin_expect((s->flags & (kScopeSync | kScopeRecorded)) == (kScopeSync | kScopeRecorded),
                        0)) {
     scope_exit_synced(s);
-  } else {
-    scope_close(s, ts);
+  } else if (__builtin_expect(s->flags & kScopeOwnStack, 1)) {
+    // Entered on the thread's own stack: closed there whatever context is current (no check).
+    scope_close_on(s, ts, *ts->own_stack());
+  } else if (sync_active_stack(r, ts)) {
+    scope_close(s, ts);  // a task's entry: its exit also learns whether the task was suspended
   }
   Py_RETURN_NONE;
 }
@@ -370,6 +424,35 @@ PyObject* null_enter(PyObject* self, PyObject* const*, Py_ssize_t) {
 PyObject* null_exit(PyObject*, PyObject* const*, Py_ssize_t) {
   Py_RETURN_NONE;
 }
+
+// `async with`: the same entry and exit, returned as awaitables that are already done.
+PyObject* scope_aenter(PyObject* self, PyObject*) {
+  return ready_awaitable(scope_enter(self, nullptr, 0));
+}
+
+PyObject* scope_aexit(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  return ready_awaitable(scope_exit(self, args, nargs));
+}
+
+PyObject* null_aenter(PyObject* self, PyObject*) {
+  return ready_awaitable(Py_NewRef(self));
+}
+
+PyObject* null_aexit(PyObject*, PyObject* const*, Py_ssize_t) {
+  return ready_awaitable(Py_NewRef(Py_None));
+}
+
+PyMethodDef scope_async_methods[] = {
+    {"__aenter__", scope_aenter, METH_NOARGS, "Open the phase (async with)."},
+    {"__aexit__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(scope_aexit)),
+     METH_FASTCALL, "Close the phase (async with); exceptions propagate."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyMethodDef null_async_methods[] = {
+    {"__aenter__", null_aenter, METH_NOARGS, "Do nothing (async with)."},
+    {"__aexit__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(null_aexit)),
+     METH_FASTCALL, "Do nothing (async with); exceptions propagate."},
+    {nullptr, nullptr, 0, nullptr}};
 
 // The benchmarks' floor: an empty C context manager with ordinary C methods (each `with` binds
 // them, allocating two bound-method objects), which the scopes above avoid (cached_method.h).
@@ -587,7 +670,9 @@ LP_COLD PyObject* do_count_general(RecorderObject* r, PyObject* const* args, Py_
   Py_XINCREF(r);
   bool ok = parse_count_args(args, nargs, kwnames, &name, &n);
   uint32_t id;
-  if (ok && r && !r->closed && (ok = name_id_of(name, &id))) thread_state(r)->count(id, n);
+  if (ok && r && !r->closed && (ok = name_id_of(name, &id))) {
+    if (lp::ThreadState* ts = stacked_thread_state(r)) ts->count(id, n);
+  }
   Py_XDECREF(r);
   if (!ok) return nullptr;
   Py_RETURN_NONE;
@@ -608,6 +693,9 @@ inline PyObject* do_count(RecorderObject* r, PyObject* const* args, Py_ssize_t n
   if (__builtin_expect(entry.obj != args[0] || !ts, 0)) {
     return do_count_general(r, args, nargs, kwnames);
   }
+  // Until a task made a stack on this thread, the thread's own stack is the only one (a task's
+  // first stack would nest under its top, so a count lands on the same node either way).
+  if (__builtin_expect(ts->has_task_stacks(), 0) && !sync_active_stack(r, ts)) Py_RETURN_NONE;
   ts->count(entry.id, n);
   Py_RETURN_NONE;
 }
@@ -627,7 +715,8 @@ PyObject* recorder_count(PyObject* self, PyObject* const* args, Py_ssize_t nargs
 
 PyObject* recorder_current(PyObject* self, PyObject*) {
   RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
-  lp::ThreadState* ts = r->worker->recorder().thread_state();
+  lp::ThreadState* ts = r->recorder->find_thread();
+  if (ts && !sync_active_stack(r, ts)) ts = nullptr;
   return name_str(ts ? ts->current_name() : lp::kRootNameId);
 }
 
@@ -945,7 +1034,8 @@ PyObject* front_init_subclass(PyObject* cls, PyObject* args, PyObject* kwds);
 PyMethodDef front_methods[] = {
     {"phase", LP_FASTCALL_KW(front_phase),
      "phase(name, io=False, sync=False, sample=None) -> a context manager timing one entry into "
-     "the phase `name`, nested under the phases open on this thread."},
+     "the phase `name`, nested under the phases open on this thread (in an asyncio task: in this "
+     "task, under those open where it was created)."},
     {"count", LP_FASTCALL_KW(front_count),
      "count(name, n=1): add n (an int; a float raises TypeError) to a counter on the innermost "
      "open phase, or the root when none is open."},
@@ -1104,7 +1194,8 @@ PyMethodDef module_functions[] = {
     {"installed_count", LP_FASTCALL_KW(installed_count),
      "count() on the installed recorder, or a no-op when none is installed."},
     {"installed_current", installed_current, METH_NOARGS,
-     "The installed recorder's innermost open phase on this thread, or ''."},
+     "The installed recorder's innermost open phase on this thread (in an asyncio task: in this "
+     "task), or ''."},
     {"set_installed", set_installed, METH_O, "set_installed(recorder or None)."},
     {"get_installed", get_installed, METH_NOARGS, "The installed recorder, or None."},
     {"set_join_hook", set_join_hook, METH_O,
@@ -1138,11 +1229,13 @@ int add_recorder_types(PyObject* module) {
   ScopeType.tp_flags = Py_TPFLAGS_DEFAULT;
   ScopeType.tp_doc = "One phase entry: use it in a with statement.";
   ScopeType.tp_dealloc = scope_dealloc;
+  ScopeType.tp_methods = scope_async_methods;
 
   NullScopeType.tp_name = "lineprofiler._core.NullScope";
   NullScopeType.tp_basicsize = sizeof(NullScopeObject);
   NullScopeType.tp_flags = Py_TPFLAGS_DEFAULT;
   NullScopeType.tp_doc = "The scope of a disabled profiler: does nothing.";
+  NullScopeType.tp_methods = null_async_methods;
 
   FloorScopeType.tp_name = "lineprofiler._core._FloorScope";
   FloorScopeType.tp_basicsize = sizeof(PyObject);
@@ -1163,9 +1256,9 @@ int add_recorder_types(PyObject* module) {
   FrontType.tp_dealloc = front_dealloc;
   FrontType.tp_methods = front_methods;
 
-  if (PyType_Ready(&RecorderType) < 0 || PyType_Ready(&ScopeType) < 0 ||
-      PyType_Ready(&NullScopeType) < 0 || PyType_Ready(&FloorScopeType) < 0 ||
-      PyType_Ready(&FrontType) < 0) {
+  if (init_task_stacks() < 0 || init_ready_awaitable() < 0 || PyType_Ready(&RecorderType) < 0 ||
+      PyType_Ready(&ScopeType) < 0 || PyType_Ready(&NullScopeType) < 0 ||
+      PyType_Ready(&FloorScopeType) < 0 || PyType_Ready(&FrontType) < 0) {
     return -1;
   }
   // __enter__/__exit__ of the scopes: bound methods reused, not allocated per `with`.

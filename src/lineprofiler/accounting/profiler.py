@@ -353,7 +353,7 @@ class Profiler(_core.PhaseFront):
         return self._delta_cursor.advance(self.merged_tree())
 
     def current(self) -> str:
-        """The innermost open phase on this thread, or ""."""
+        """The innermost open phase on this thread (in an asyncio task: in this task), or ""."""
         return self._rec.current() if self._rec is not None else ""
 
     def flush_stats(self) -> dict[str, Any]:
@@ -524,6 +524,12 @@ class _WrappedScope:
         if self._annotated and annotator is not None:
             self._annotated = False
             annotator.exit(self._annotation)
+
+    async def __aenter__(self) -> _WrappedScope:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.__exit__(*exc)
 
 
 def _version() -> str:

@@ -114,6 +114,18 @@ def run_caveats(run: MergedRun) -> list[Caveat]:
                 [w.path for w in overflow],
             )
         )
+    disorder = [w for w in run.workers if w.out_of_order_exits > 0]
+    if disorder:
+        out.append(
+            Caveat(
+                "out_of_order_exits",
+                f"{sum(w.out_of_order_exits for w in disorder):,} phase exit(s) in "
+                f"{len(disorder)} worker(s) came before the exit of a phase entered inside them "
+                "(on one thread or in one asyncio task): the inner entries were closed there, "
+                "early",
+                [w.path for w in disorder],
+            )
+        )
     refused = [w for w in run.workers if w.counters_refused > 0]
     if refused:
         total = sum(w.counters_refused for w in refused)

@@ -98,6 +98,9 @@ class Partial:
                 m.cpu_ns += cpu
             m.open_ns += open_ns
             m.open += rec.open
+            if rec.async_calls:
+                m.async_calls += rec.async_calls
+                m.async_wall_ns += rec.async_wall_ns
             if rec.hist:
                 b = m.hist.buckets
                 for k, c in rec.hist:

@@ -53,6 +53,8 @@ def phase_doc(r: PhaseRow) -> dict[str, Any]:
         "cpu_ns": s.cpu_ns,
         "wait_ns": s.wait_ns,
         "wait_fraction": json_frac(s.wait_fraction),
+        "async_calls": s.async_calls,
+        "async_wall_ns": s.async_wall_ns,
         "share": json_frac(r.share),
         "mean_ns": json_ns(r.mean_ns),
         "p50_ns": json_ns(r.q(0.5)),

@@ -100,6 +100,8 @@ def _partial_sum(part: Partial) -> PartialSum:
                 io=m.io,
                 saturated=sorted(m.saturated),
                 synthetic=m.synthetic,
+                async_calls=m.async_calls,
+                async_wall_ns=m.async_wall_ns,
             )
             for path, m in tree.items()
         ]
@@ -145,6 +147,8 @@ def _partial(run_dir: Path, ps: PartialSum) -> Partial | None:
                 processes=s.processes,
                 saturated=set(s.saturated),
                 synthetic=s.synthetic,
+                async_calls=s.async_calls,
+                async_wall_ns=s.async_wall_ns,
             )
     for ws in ps.workers:
         parts = Path(ws.path).parts

@@ -149,7 +149,7 @@ def dominant_lines(rv: RoleView) -> list[str]:
         s = r.stats
         if r.path:
             wait = s.wait_fraction
-            wait_text = NA if wait is None else f"{wait * 100:.0f}%"
+            wait_text = "async" if s.async_calls else NA if wait is None else f"{wait * 100:.0f}%"
             p50, p99 = r.q(0.5), r.q(0.99)
             out.append(
                 f"{_row_name(r):<{w}}{fmt_duration(s.self_ns):>10}{wait_text:>8}"

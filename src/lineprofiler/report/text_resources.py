@@ -40,11 +40,15 @@ def io_by_phase_block(view: RunView) -> list[str]:
         return []
     width = max(26, max(len(_path_name(p)) for p, _, _ in rows) + 2)
     out = ["I/O BY PHASE (measured exactly)", RULE]
-    failed = 0
+    failed = spanned = 0
     for path, io, wall_ns in rows:
+        spanned += io.get("async", 0)
         rb, wb = io.get("read_bytes", 0), io.get("write_bytes", 0)
         rc = io.get("read_chars", 0)
         failed += io.get("failed", 0)
+        if not io.get("calls", 0):  # no entry recorded bytes: none measured, not zero
+            out.append(f"  {_path_name(path):<{width}}r {NA:>10}   w {NA:>10}")
+            continue
         out.append(
             f"  {_path_name(path):<{width}}r {fmt_bytes(rb):>10}   w {fmt_bytes(wb):>10}"
             f"   {fmt_byte_rate(rb + wb, wall_ns):>12}"
@@ -56,6 +60,11 @@ def io_by_phase_block(view: RunView) -> list[str]:
         out.append(
             f"  {failed:,} io=True entr{'y' if failed == 1 else 'ies'} recorded no bytes "
             "(a counter read failed at a boundary)"
+        )
+    if spanned:
+        out.append(
+            f"  {spanned:,} io=True entr{'y' if spanned == 1 else 'ies'} in asyncio tasks spanned "
+            "an await and recorded no bytes (the thread's counters include other tasks' I/O)"
         )
     return out
 

@@ -76,7 +76,10 @@ class PhaseStats:
     """Aggregates of one phase path. Times are integer nanoseconds.
 
     ``cpu_ns``/``wait_ns`` are None when CPU time was not measured (``measure_cpu=False``):
-    missing, not zero. ``wait_ns`` is wall minus CPU over completed entries. ``sample_every``
+    missing, not zero. ``wait_ns`` is wall minus CPU over completed entries. ``async_calls``
+    entries (of an asyncio task, ``async_wall_ns`` of wall time) spanned an await that suspended
+    the task: the thread ran other tasks meanwhile, so their CPU is in no ``cpu_ns`` and the
+    phase's ``wait_ns`` is None (shown as "async"), not a number. ``sample_every``
     > 1 marks the values as estimates, already scaled (one entry in N of a sampled phase was
     measured); merging keeps the largest, so a partly-estimated total stays marked.
     ``io`` holds the exact byte sums of ``phase(io=True)`` entries (None: no such entry).
@@ -105,6 +108,9 @@ class PhaseStats:
         """Completed entries' wall time plus that of entries still open at the last write."""
         return self.wall_ns + self.open_ns
 
+    async_calls: int = 0
+    async_wall_ns: int = 0
+
     @property
     def estimated(self) -> bool:
         """Whether these values were scaled up from a sample rather than measured."""
@@ -112,7 +118,7 @@ class PhaseStats:
 
     @property
     def wait_ns(self) -> int | None:
-        if self.cpu_ns is None:
+        if self.cpu_ns is None or self.async_calls:
             return None
         return max(0, self.wall_ns - self.cpu_ns)
 
@@ -145,6 +151,8 @@ class PhaseStats:
             for k, v in other.io.items():
                 mine[k] = mine.get(k, 0) + v
             self.io = mine
+        self.async_calls += other.async_calls
+        self.async_wall_ns += other.async_wall_ns
 
     @classmethod
     def from_record(cls, rec: Mapping) -> PhaseStats:
@@ -160,4 +168,6 @@ class PhaseStats:
             hist=Histogram.from_pairs(rec.get("hist", ())),
             counters={str(k): int(v) for k, v in dict(rec.get("counters", {})).items()},
             sample_every=int(rec.get("sample_every", 0)),
+            async_calls=int(rec.get("async_calls", 0)),
+            async_wall_ns=int(rec.get("async_wall_ns", 0)),
         )

@@ -41,6 +41,8 @@ class PhaseSum(msgspec.Struct, array_like=True, gc=False):
     io: dict[str, Ns] | None
     saturated: list[str] = []  # counters whose sum reached the int64 range
     synthetic: bool = False  # the recorder's own "(folded)" node
+    async_calls: Ns = 0
+    async_wall_ns: Ns = 0
 
 
 class WorkerSum(msgspec.Struct, gc=False):
@@ -75,6 +77,7 @@ class WorkerSum(msgspec.Struct, gc=False):
     paths: Ns = 0
     busy_ns: Ns = 0
     open_entries: Ns = 0
+    out_of_order_exits: Ns = 0
     ppid: Ns | None = None
     process_name: str | None = None
     samples: Any = None

@@ -56,6 +56,8 @@ class PhaseRec(msgspec.Struct, gc=False):
     hist: list[tuple[Bucket, Ns]] = []
     counters: dict[str, Int64] = {}  # any int64: a saturated counter is a value
     sample_every: Annotated[int, msgspec.Meta(ge=1, le=_MAX_NS)] = 1
+    async_calls: Ns = 0  # asyncio task entries that spanned an await (no CPU in cpu_ns)
+    async_wall_ns: Ns = 0  # their wall time (part of wall_ns)
     io: dict[str, Any] | None = None  # integer byte sums; other (future) fields are ignored
     counters_saturated: list[str] = []  # counters whose sum reached the int64 range: bounds
     synthetic: bool = False  # the recorder's own "(folded)" node, not a phase of that name
@@ -67,6 +69,8 @@ class _Thread(msgspec.Struct):
     tid: Any = None
     folded_entries: Ns = 0
     depth_overflow: Ns = 0
+    tasks: Ns = 0  # asyncio tasks that recorded on this thread: their entries may overlap
+    out_of_order_exits: Ns = 0
     counters_refused: Ns = 0  # count()s refused: the thread's counter table was full
     exited_threads: Ns = 0  # > 0: the folded record of that many exited threads
 
@@ -160,6 +164,7 @@ class Worker:
     threads: int = 0
     folded_entries: int = 0
     depth_overflow: int = 0
+    out_of_order_exits: int = 0  # exits that closed phases entered after theirs (user code)
     counters_refused: int = 0  # count()s refused: a thread's counter table was full
     signal_flush: bool = True  # False: built outside the main thread, no flush on SIGTERM & co.
     paths: int = 0  # distinct phase paths (0: recorded nothing)
@@ -322,6 +327,7 @@ def read_worker(doc: WorkerDoc, rel: str, file: str = "") -> tuple[Worker, list[
         process_name=meta.process_name,
     )
     records, w.folded_entries, w.depth_overflow = _records(doc, thread_names, w.lifetime_ns)
+    w.out_of_order_exits = sum(t.out_of_order_exits for t in doc.threads)
     w.counters_refused = sum(t.counters_refused for t in doc.threads)
     late = doc.late_flush_error
     if isinstance(late, str) and late.strip():
@@ -377,6 +383,8 @@ def stats_of(rec: PhaseRec, every: int, thread_node: bool, io: dict[str, int] | 
         thread_node=thread_node,
         saturated=set(rec.counters_saturated),
         synthetic=rec.synthetic,
+        async_calls=rec.async_calls,
+        async_wall_ns=rec.async_wall_ns,
     )
 
 
@@ -397,7 +405,10 @@ def _records(
             prefix = (str(thread.name or f"thread-{thread.tid}"),)
         for rec in thread.phases:
             every = rec.sample_every
-            if every == 1 and (rec.wall_ns + rec.open_ns > limit or (rec.cpu_ns or 0) > limit):
+            # asyncio tasks' entries that spanned an await (and, on a thread with tasks, open
+            # ones) can overlap: only the rest is bounded by the lifetime
+            bounded = rec.wall_ns - rec.async_wall_ns + (0 if thread.tasks else rec.open_ns)
+            if every == 1 and (bounded > limit or (rec.cpu_ns or 0) > limit):
                 at = f"thread {thread.name or i} phase {'/'.join(rec.path) or '(root)'!r}"
                 raise WorkerFileError(
                     f"{at}: {rec.wall_ns + rec.open_ns} ns recorded in a process that lived "
@@ -411,7 +422,12 @@ def _records(
             if thread_names and len(rec.path) == 1:
                 # a top-level phase of the thread also counts into the thread's own node
                 node = PhaseRec(
-                    path=[], wall_ns=rec.wall_ns, open_ns=rec.open_ns, cpu_ns=rec.cpu_ns
+                    path=[],
+                    wall_ns=rec.wall_ns,
+                    open_ns=rec.open_ns,
+                    cpu_ns=rec.cpu_ns,
+                    async_calls=rec.async_calls,
+                    async_wall_ns=rec.async_wall_ns,
                 )
                 out.append((prefix, node, every, True, None))
     return out, folded, overflow
