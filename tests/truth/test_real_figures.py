@@ -61,12 +61,14 @@ def test_cpu_and_wait_per_phase_and_thread_node_match_the_processs_own_clocks(tm
         json.dump(truth, open("truth.json", "w"))
     """
     run_python(code, cwd=tmp_path)
-    truth = {tuple(k.split("/")): v for k, v in json.loads((tmp_path / "truth.json").read_text()).items()}
+    truth = {
+        tuple(k.split("/")): v for k, v in json.loads((tmp_path / "truth.json").read_text()).items()
+    }
     merged, doc, text = report(tmp_path / "run")
     ph = phases_by_path(doc)
     # The thread nodes: the sum of their thread's top-level phases.
     truth[("learner",)] = tuple(
-        map(sum, zip(truth[("learner", "train")], truth[("learner", "mixed")]))
+        map(sum, zip(truth[("learner", "train")], truth[("learner", "mixed")], strict=True))
     )
     truth[("collector",)] = truth[("collector", "drain")]
     for path, (wall, cpu) in truth.items():
