@@ -49,9 +49,10 @@ def test_golden_text_report(tmp_path):
     check_golden("report.txt", proc.stdout)
 
 
-def test_golden_text_report_with_caveats(tmp_path):
-    """Stale, silent, unreadable, sampled, superseded, CPU not measured: every caveat path."""
-    d = golden_run(tmp_path / "run")
+def caveats_run(d: Path) -> Path:
+    """The golden run plus a stale, a silent, an unreadable, a sampled, a superseded worker and one
+    without CPU time: every caveat path."""
+    golden_run(d)
     write_worker(
         d,
         worker_doc(role="actor", pid=1100, host="node09", rank=5, final=False, written_at=T0 + 1),
@@ -87,6 +88,11 @@ def test_golden_text_report_with_caveats(tmp_path):
             threads=[Ph(("iteration",), [MS])],
         ),
     )
+    return d
+
+
+def test_golden_text_report_with_caveats(tmp_path):
+    d = caveats_run(tmp_path / "run")
     proc = cli(tmp_path, "report", d)
     assert proc.returncode == 0, proc.stderr
     check_golden("report_caveats.txt", proc.stdout)
