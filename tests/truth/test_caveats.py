@@ -140,3 +140,24 @@ def test_a_complete_run_has_no_caveat(tmp_path):
     found, text = caveats(run)
     assert found == {}
     assert "none: every worker file was read, and none is stale" in text
+
+
+def test_a_long_caveat_names_ten_workers_then_counts_the_rest(tmp_path):
+    run = tmp_path / "run"
+    write_worker(
+        run, worker_doc(role="actor", pid=1, written_at=T0 + 5000.0, threads=[Ph(("x",), [S])])
+    )
+    for k in range(12):  # twelve workers 1000 s behind, not closed: all stale
+        doc = worker_doc(
+            role="actor",
+            pid=100 + k,
+            written_at=T0 + 4000.0,
+            final=False,
+            threads=[Ph(("x",), [S])],
+        )
+        write_worker(run, doc)
+    found, text = caveats(run)
+    assert len(found["stale"]["workers"]) == 12  # the caveat's list has them all
+    message = found["stale"]["message"]
+    assert message.startswith("12 worker(s) stopped writing")
+    assert message.count(" behind") == 10 and message.endswith(", and 2 more")

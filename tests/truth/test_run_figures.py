@@ -174,3 +174,30 @@ def test_a_superseded_attempt_counts_its_unreadable_files(tmp_path):
     assert sup["run_id"] == old and sup["workers"] == 3  # two readable files and one unreadable
     assert doc["unreadable"] == []  # the unreadable file is the old attempt's, not this one's
     assert f"superseded attempt {old} (3 worker file(s)" in text
+
+
+def test_counter_rates_are_rounded_to_three_decimals_and_null_without_time(tmp_path):
+    run = tmp_path / "run"
+    phases = [
+        Ph(("step",), [3 * S], counters={"items": 1}),  # 1 in 3 s: 0.333/s, 3 s each
+        Ph(("instant",), [0], counters={"items": 4}),  # no time: no rate, no time per item
+    ]
+    write_worker(run, worker_doc(role="a", pid=1, threads=phases))
+    merged, doc, text = report(run)
+    (step,) = phase_of(doc, "a", ["step"])["counters"]
+    assert step["rate_per_s"] == 0.333 and step["time_per_each_ns"] == 3 * S
+    (instant,) = phase_of(doc, "a", ["instant"])["counters"]
+    assert instant == {"name": "items", "count": 4, "rate_per_s": None, "time_per_each_ns": None}
+    assert re.search(r"^    \+ items +4 +n/a +n/a$", text, re.M), text
+
+
+def test_render_json_is_the_document_as_strict_json(tmp_path):
+    from lineprofiler.report.json import render_json
+
+    run = tmp_path / "run"
+    write_worker(run, worker_doc(role="a", pid=1, threads=[Ph(("x",), [S], cpu=None)]))
+    merged = merge_run(run)
+    out = render_json(merged)
+    assert out.endswith("}\n") and out.startswith('{\n  "format": "lineprofiler-report",\n')
+    assert json.loads(out) == json.loads(json.dumps(to_document(merged)))
+    assert phase_of(json.loads(out), "a", ["x"])["wait_ns"] is None  # not measured: null, not 0
