@@ -76,7 +76,9 @@ def test_cpu_and_wait_per_phase_and_thread_node_match_the_processs_own_clocks(tm
         # the recorder's interval lies inside the process's own: never longer, and shorter by
         # at most the clock reads around the phase (generous: a loaded 2-core machine)
         slack = 2 * MS + wall // 20
-        assert wall - slack <= p["wall_ns"] <= wall, (path, p["wall_ns"], wall)
+        # (plus 0.1% + 0.1 ms: the recorder's wall clock is the TSC, calibrated against
+        # CLOCK_MONOTONIC, not the same clock as perf_counter)
+        assert wall - slack <= p["wall_ns"] <= wall + wall // 1000 + 100_000, (path, wall)
         assert abs(p["cpu_ns"] - cpu) <= slack, (path, p["cpu_ns"], cpu)
         assert p["wait_ns"] == p["wall_ns"] - p["cpu_ns"]
         assert abs(p["wait_ns"] - (wall - cpu)) <= 2 * slack, (path, p["wait_ns"], wall - cpu)
