@@ -201,3 +201,29 @@ def test_render_json_is_the_document_as_strict_json(tmp_path):
     assert out.endswith("}\n") and out.startswith('{\n  "format": "lineprofiler-report",\n')
     assert json.loads(out) == json.loads(json.dumps(to_document(merged)))
     assert phase_of(json.loads(out), "a", ["x"])["wait_ns"] is None  # not measured: null, not 0
+
+
+def test_a_sampled_phase_is_marked_estimated_with_its_rates(tmp_path):
+    run = tmp_path / "run"
+    # one process measured 1 entry in 100 and 1 in 10 of "search", another measured all of it
+    write_worker(run, worker_doc(role="a", pid=1, threads=[Ph(("search",), [S], sample_every=100)]))
+    write_worker(run, worker_doc(role="a", pid=2, threads=[Ph(("search",), [S], sample_every=10)]))
+    write_worker(run, worker_doc(role="a", pid=3, threads=[Ph(("search",), [S])]))
+    merged, doc, text = report(run)
+    search = phase_of(doc, "a", ["search"])
+    assert search["estimated"] is True and search["sample_every"] == [10, 100]
+    note = "1 entry in 10, 1 entry in 100 (merged with fully measured entries)"
+    assert re.search(rf"^      search +{re.escape(note)}$", text, re.M), text
+    assert re.search(r"^~search ", text, re.M)
+
+
+def test_histogram_difference_is_the_histogram_of_the_later_entries():
+    from lineprofiler.runfile.stats import Histogram
+    from tests.truth.buckets import histogram
+
+    first = [5, 900, 40_000, 40_000, 3 * S]
+    later = [900, 41_000, 7 * S, 12]
+    before = Histogram.from_pairs(histogram(first))
+    now = Histogram.from_pairs(histogram(first + later))
+    assert now.minus(before) == Histogram.from_pairs(histogram(later))
+    assert now.minus(now) == Histogram() and before.minus(Histogram()) == before
