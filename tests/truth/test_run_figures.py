@@ -59,7 +59,11 @@ def test_straggler_ratio_median_and_node_means(tmp_path):
         write_worker(
             run,
             worker_doc(
-                role="actor", pid=300 + k, host=host, rank=k, threads=[Ph(("step",), [sec * S])]
+                role="actor",
+                pid=300 + k,
+                host=host,
+                rank=k,
+                threads=[Ph(("loop",), [sec * S]), Ph(("loop", "step"), [sec * S])],
             ),
         )
     merged, doc, text = report(run)
@@ -67,9 +71,16 @@ def test_straggler_ratio_median_and_node_means(tmp_path):
     median = statistics.median(seconds) * S
     assert role["imbalance"] == round(100 / statistics.fmean(seconds), 6)
     assert role["busy_ns"] == {"max": 100 * S, "mean": 40 * S, "min": 10 * S}
-    (st,) = role["stragglers"]
-    assert st["name"] == "step"
-    assert st["slowest"]["rank"] == 4 and st["slowest"]["time_ns"] == 100 * S
+    st = next(s for s in role["stragglers"] if s["path"] == ["loop", "step"])
+    assert st["name"] == "loop/step"
+    slowest = {"path": "workers/nodeb/" + st["slowest"]["path"].split("/")[-1], "rank": 4}
+    assert st["slowest"] == {
+        **slowest,
+        "host": "nodeb",
+        "pid": 304,
+        "time_ns": 100 * S,
+    }
+    assert st["slowest"]["path"].endswith("_304_00000130.json")
     assert st["median_ns"] == median
     assert st["ratio"] == round(100 * S / median, 6)
     assert [p["time_ns"] for p in st["processes"]] == sorted((s * S for s in seconds), reverse=True)
@@ -79,13 +90,26 @@ def test_straggler_ratio_median_and_node_means(tmp_path):
         {"host": "nodea", "processes": 2, "mean_ns": round(mean_a)},
     ]
     # text: the slowest process against the median, then the slowest node against the median node
-    row = re.search(r"^step +rank 4 \(nodeb\) +1m 40s +30\.0s +3\.33x$", text, re.M)
+    row = re.search(r"^loop/step +rank 4 \(nodeb\) +1m 40s +30\.0s +3\.33x$", text, re.M)
     assert row, text
     node_ratio = mean_b / statistics.median([mean_a, mean_b])
     assert re.search(
         rf"node nodeb \(mean of 3\) +56\.7s +35\.8s +{node_ratio:.2f}x$", text, re.M
     ), text
     assert "imbalance 2.50)" in text
+
+
+def test_nodes_with_equal_means_are_listed_by_name(tmp_path):
+    run = tmp_path / "run"
+    for k, host in enumerate(("nodeb", "nodea", "nodea")):
+        write_worker(run, worker_doc(role="a", pid=10 + k, host=host, threads=[Ph(("x",), [S])]))
+    merged, doc, text = report(run)
+    (st,) = doc["roles"][0]["stragglers"]
+    assert st["ratio"] == 1.0
+    assert st["hosts"] == [
+        {"host": "nodea", "processes": 2, "mean_ns": S},
+        {"host": "nodeb", "processes": 1, "mean_ns": S},
+    ]
 
 
 def test_counter_rates_over_phase_time_and_root_counters_over_lifetime(tmp_path):
@@ -144,8 +168,16 @@ def test_io_by_phase_sums_processes_and_derives_page_cache(tmp_path):
         doc = worker_doc(role="loader", pid=600 + k, threads=[Ph(("load",), [2 * S])])
         doc["threads"][0]["phases"][0]["io"] = io
         write_worker(run, doc)
+    # a record holding one field: the others are 0, not missing (unknown keys are ignored)
+    doc = worker_doc(role="other", pid=700, threads=[Ph(("log",), [S])])
+    doc["threads"][0]["phases"][0]["io"] = {"write_chars": 10, "future_field": "x"}
+    write_worker(run, doc)
     merged, doc, text = report(run)
-    (row,) = doc["resources"]["io_by_phase"]
+    row, log = doc["resources"]["io_by_phase"]
+    assert log == {
+        "path": ["log"], "calls": 0, "failed": 0, "read_bytes": 0, "write_bytes": 0,
+        "read_chars": 0, "write_chars": 10, "page_cache_bytes": 0, "bytes_per_s": 0.0,
+    }  # fmt: skip
     want = {k: sum(io[k] for io in ios) for k in ios[0]}
     assert {k: row[k] for k in want} == want  # 3 calls, 1 failed, 1000/12288/5000/2000 bytes
     assert row["page_cache_bytes"] == want["read_chars"] - want["read_bytes"] == 4000
