@@ -232,6 +232,10 @@ def test_render_json_is_the_document_as_strict_json(tmp_path):
     out = render_json(merged)
     assert out.endswith("}\n") and out.startswith('{\n  "format": "lineprofiler-report",\n')
     assert json.loads(out) == json.loads(json.dumps(to_document(merged)))
+    write_worker(run, worker_doc(role="a", pid=2, threads=[Ph(("y",), [2 * S], cpu=None)]))
+    merged = merge_run(run)
+    assert json.loads(render_json(merged, top=1))["roles"][0]["dominant"] == ["y"]
+    assert json.loads(render_json(merged))["roles"][0]["dominant"] == ["y", "x"]
     assert phase_of(json.loads(out), "a", ["x"])["wait_ns"] is None  # not measured: null, not 0
 
 
