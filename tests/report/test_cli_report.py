@@ -274,6 +274,11 @@ def test_bad_arguments_exit_2(tmp_path):
 def test_json_keys_are_stable(tmp_path):
     """docs/report-json.md documents these keys: renaming one must fail here first."""
     doc = json.loads(cli(tmp_path, "report", golden_run(tmp_path / "run"), "--json").stdout)
+    assert_stable_keys(doc)
+
+
+def assert_stable_keys(doc: dict) -> None:
+    """The keys of the golden run's JSON report, in order (docs/report-json.md)."""
     assert list(doc) == [
         "format", "schema_version", "run", "roles", "workers", "unreadable", "caveats",
     ]  # fmt: skip
