@@ -9,6 +9,11 @@ import threading
 import pytest
 
 from lineprofiler import _core
+from tests import skip_check
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    skip_check.register(config)
 
 
 def _profiler_threads() -> int:

@@ -28,6 +28,10 @@ def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
     entries = [_LINEPROFILER_ROOT]
     entries += [os.path.abspath(p) for p in full_env.get("PYTHONPATH", "").split(os.pathsep) if p]
     full_env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(entries))
+    # Under scripts/mutation a child runs its parent's mutant (mutmut's MUTANT_UNDER_TEST); only
+    # mutmut's coverage pass ("stats"), which records calls in-process, runs the original code.
+    if full_env.get("MUTANT_UNDER_TEST") == "stats":
+        full_env["MUTANT_UNDER_TEST"] = ""
     if env:
         full_env.update(env)
     return full_env

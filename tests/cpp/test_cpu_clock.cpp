@@ -19,6 +19,7 @@
 #include "lp_core/cpu_clock.h"
 #include "lp_core/perf_task_clock.h"
 #include "lp_core/recorder.h"
+#include "skip.h"
 
 namespace {
 
@@ -212,11 +213,10 @@ TEST_CASE("cpu clock: the syscall tier lies in the truth bracket over mixed phas
   CHECK(r.sum_outside_ns == 0);  // the same clock, read between the bracket's reads
 }
 
-TEST_CASE("cpu clock: the anchored tier holds its error bound over mixed phases") {
-  if (!perf_available() || !lp::cpu_clock_probe().lock_tracks_switches) {
-    MESSAGE("skipped: " << lp::cpu_clock_probe().detail);
-    return;
-  }
+TEST_CASE("cpu clock: the anchored tier holds its error bound over mixed phases" *
+          doctest::test_suite("may skip: anchored tier")) {
+  LP_SKIP_IF(!perf_available() || !lp::cpu_clock_probe().lock_tracks_switches,
+             "anchored tier: " + std::string(lp::cpu_clock_probe().detail));
   ThreadCpuClock clock(CpuClockTier::kAnchored);
   REQUIRE(clock.tier() == CpuClockTier::kAnchored);
   MixedResult r = run_mixed(clock, 600, 2);
@@ -227,18 +227,18 @@ TEST_CASE("cpu clock: the anchored tier holds its error bound over mixed phases"
   CHECK(clock.slow_reads() < uint64_t(r.phases) * 2 * 3 / 4);
 }
 
-TEST_CASE("cpu clock: the exact tier holds its error bound over mixed phases") {
-  if (!lp::cpu_clock_probe().exact_validated) {
-    MESSAGE("skipped (no cap_user_time here): " << lp::cpu_clock_probe().detail);
-    return;
-  }
+TEST_CASE("cpu clock: the exact tier holds its error bound over mixed phases" *
+          doctest::test_suite("may skip: exact tier")) {
+  LP_SKIP_IF(!lp::cpu_clock_probe().exact_validated,
+             "exact tier (no cap_user_time here): " + std::string(lp::cpu_clock_probe().detail));
   ThreadCpuClock clock(CpuClockTier::kExact);
   REQUIRE(clock.tier() == CpuClockTier::kExact);
   check_bound(run_mixed(clock, 600, 3), "exact");
 }
 
-TEST_CASE("cpu clock: the page's lock moves at every context switch") {
-  if (!perf_available()) return;
+TEST_CASE("cpu clock: the page's lock moves at every context switch" *
+          doctest::test_suite("may skip: perf event")) {
+  LP_SKIP_IF(!perf_available(), "the page's lock: no perf task-clock event here");
   lp::PerfTaskEvent ev;
   REQUIRE(ev.open() == 0);
   auto switches = [] {
@@ -266,8 +266,10 @@ TEST_CASE("cpu clock: the page's lock moves at every context switch") {
   CHECK(switched >= 10);  // the sleeps do switch (a few may expire before blocking)
 }
 
-TEST_CASE("cpu clock: a tier this machine lacks falls back to the system call") {
-  if (lp::cpu_clock_probe().cap_user_time) return;  // exact is real here; nothing to fall back
+TEST_CASE("cpu clock: a tier this machine lacks falls back to the system call" *
+          doctest::test_suite("may skip: no exact tier")) {
+  LP_SKIP_IF(lp::cpu_clock_probe().cap_user_time,
+             "fallback from the exact tier: exact is real here, nothing to fall back from");
   ThreadCpuClock clock(CpuClockTier::kExact);
   CHECK(clock.tier() == CpuClockTier::kSyscall);
   uint64_t c0 = clock.now_ns();
@@ -308,8 +310,9 @@ TEST_CASE("cpu clock: each thread measures itself with its own event") {
   CHECK(std::llabs(err[1]) < 300'000);
 }
 
-TEST_CASE("cpu clock: a forked child closes the parent's events and reopens its own") {
-  if (!perf_available()) return;
+TEST_CASE("cpu clock: a forked child closes the parent's events and reopens its own" *
+          doctest::test_suite("may skip: perf event")) {
+  LP_SKIP_IF(!perf_available(), "events across fork: no perf task-clock event here");
   ThreadCpuClock clock(CpuClockTier::kAnchored);
   REQUIRE(clock.tier() == CpuClockTier::kAnchored);
   lp::PerfTaskEvent probe;
@@ -393,9 +396,11 @@ TEST_CASE("cpu clock: the recorder bills each phase the CPU time of its probed t
   CHECK(wall[1] > 4 * cpu[1]);
 }
 
-TEST_CASE("cpu clock: an unprivileged user opens the event at perf_event_paranoid <= 2") {
+TEST_CASE("cpu clock: an unprivileged user opens the event at perf_event_paranoid <= 2" *
+          doctest::test_suite("may skip: root and perf event")) {
   // exclude_kernel=1 is what makes the task clock available without privileges at paranoid 2.
-  if (geteuid() != 0 || !perf_available()) return;  // needs root to drop to another user
+  LP_SKIP_IF(geteuid() != 0 || !perf_available(),
+             "unprivileged perf event: needs root (to drop to another user) and a perf event");
   int paranoid = 99;
   std::ifstream("/proc/sys/kernel/perf_event_paranoid") >> paranoid;
   pid_t pid = fork();

@@ -2,8 +2,9 @@
 tests and benchmarks/bench_merge.py.
 
 Every derived field is computed from the durations given, the way the recorder derives it:
-``calls`` and ``wall_ns`` from the entries, ``hist`` with lp_core's own bucket function,
-``self_ns`` as (wall+open) minus the children's (wall+open). The numbers a report prints can
+``calls`` and ``wall_ns`` from the entries, ``hist`` with the test suite's own reference of the
+documented bucket layout (tests/truth/buckets.py, never ``_core``), ``self_ns`` as (wall+open)
+minus the children's (wall+open). The numbers a report prints can
 therefore be checked against the durations the test chose (the ground truth), not against
 anything the merge computed.
 """
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lineprofiler import _core
+from tests.truth.buckets import bucket_of
 
 RUN_ID = "20261202T1535-471c94"
 T0 = 1_796_226_000.0  # a fixed Unix time (2026-12-02), so rendered output is reproducible
@@ -66,7 +67,7 @@ def phase_records(phases: Iterable[Ph]) -> list[dict[str, Any]]:
     for p in phases:
         hist: Counter[int] = Counter()
         for d, c in p.entries():
-            hist[_core.hist_bucket(d)] += c
+            hist[bucket_of(d)] += c
         rec: dict[str, Any] = {
             "path": list(p.path),
             "calls": p.calls,

@@ -49,9 +49,10 @@ def test_golden_text_report(tmp_path):
     check_golden("report.txt", proc.stdout)
 
 
-def test_golden_text_report_with_caveats(tmp_path):
-    """Stale, silent, unreadable, sampled, superseded, CPU not measured: every caveat path."""
-    d = golden_run(tmp_path / "run")
+def caveats_run(d: Path) -> Path:
+    """The golden run plus a stale, a silent, an unreadable, a sampled, a superseded worker and one
+    without CPU time: every caveat path."""
+    golden_run(d)
     write_worker(
         d,
         worker_doc(role="actor", pid=1100, host="node09", rank=5, final=False, written_at=T0 + 1),
@@ -87,6 +88,11 @@ def test_golden_text_report_with_caveats(tmp_path):
             threads=[Ph(("iteration",), [MS])],
         ),
     )
+    return d
+
+
+def test_golden_text_report_with_caveats(tmp_path):
+    d = caveats_run(tmp_path / "run")
     proc = cli(tmp_path, "report", d)
     assert proc.returncode == 0, proc.stderr
     check_golden("report_caveats.txt", proc.stdout)
@@ -300,6 +306,11 @@ def test_bad_arguments_exit_2(tmp_path):
 def test_json_keys_are_stable(tmp_path):
     """docs/report-json.md documents these keys: renaming one must fail here first."""
     doc = json.loads(cli(tmp_path, "report", golden_run(tmp_path / "run"), "--json").stdout)
+    assert_stable_keys(doc)
+
+
+def assert_stable_keys(doc: dict) -> None:
+    """The keys of the golden run's JSON report, in order (docs/report-json.md)."""
     assert list(doc) == [
         "format", "schema_version", "run", "attempts", "roles", "workers", "unreadable",
         "caveats",

@@ -260,4 +260,4 @@ def test_end_to_end_sampler_with_fake_nvml(tmp_path, fake_nvml, monkeypatch):  #
     assert d1["busy"] == pytest.approx(0.05) and d1["this_run"] is None
     text = render_text(merged)
     assert "GPU 0" in text and "MEMORY (RSS peak)" in text
-    assert json.loads(json.dumps(to_document(merged)))  # JSON-clean (no NaN)
+    json.dumps(to_document(merged), allow_nan=False)  # JSON-clean: raises on NaN or infinity

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import sys
+import json
+import re
 
 from tests.helpers import run_python
 
@@ -79,10 +80,13 @@ def test_report_cli_on_the_snippet_run(tmp_path):
                     p.count("n", 2)
     """
     run_python(code, cwd=tmp_path)
-    proc = run_python(
-        "import sys; from lineprofiler.cli import main; sys.exit(main())",
-        cwd=tmp_path,
-        args=["report", "profile"],
-    )
+    cli = "import sys; from lineprofiler.cli import main; sys.exit(main())"
+    proc = run_python(cli, cwd=tmp_path, args=["report", "profile"])
     assert "ACTOR" in proc.stdout and "iteration" in proc.stdout
-    assert sys.executable
+    # The snippet's own numbers: 3 entries into iteration, count("n", 2) in each.
+    doc = json.loads(run_python(cli, cwd=tmp_path, args=["report", "profile", "--json"]).stdout)
+    (role,) = doc["roles"]
+    (phase,) = [p for p in role["phases"] if p["path"] == ["iteration"]]
+    assert role["role"] == "actor" and phase["calls"] == 3
+    assert [(c["name"], c["count"]) for c in phase["counters"]] == [("n", 6)]
+    assert re.search(r"^ +\+ n +6 ", proc.stdout, re.M)  # the text report's counter row
