@@ -1,4 +1,5 @@
-"""The ``lineprofiler`` command: ``record``, ``report``, ``compare``, ``reduce``, ``run``, ``show``.
+"""The ``lineprofiler`` command: ``record``, ``report``, ``compare``, ``reduce``, ``top``, ``run``,
+``show``.
 
 Each subcommand lives in its own module exposing ``HELP``, ``add_arguments(parser)`` and
 ``main(args) -> int`` (and optionally ``EXAMPLES``, shown under its ``--help``); this file only
@@ -23,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "report": "lineprofiler.report.cli_report",
     "compare": "lineprofiler.report.cli_compare",
     "reduce": "lineprofiler.report.cli_reduce",
+    "top": "lineprofiler.report.cli_top",
     "run": "lineprofiler.line.cli_run",
     "show": "lineprofiler.line.cli_show",
 }
@@ -32,6 +34,8 @@ examples:
   lineprofiler record -- python train.py          profile a run, then print its report
   lineprofiler report profile/                    the report of a run directory
   lineprofiler report profile/ --json             the same as data (CI gates, diffs)
+  lineprofiler report profile/ --html run.html    charts in one self-contained HTML file
+  lineprofiler top profile/                       watch a run in progress
   lineprofiler compare base/ new/                 two runs, phase by phase
   lineprofiler run -m mypackage.train --top 20    line by line, under the line profiler
 """
