@@ -1,7 +1,8 @@
 """``lineprofiler top``: a live view of a run in progress, re-merged every interval.
 
 Each refresh is one streaming ``merge_run(with_samples=False)`` of the worker files (which the
-profilers rewrite every ``snapshot_interval_s``) plus the tail of each sampler sidecar
+profilers rewrite every ``snapshot_interval_s``), folded in this process unless
+``$LINEPROFILER_REPORT_JOBS`` is set, plus the tail of each sampler sidecar
 (``report.timeline.recent``), so it needs no server and works on a shared filesystem across nodes.
 
 Numbers per role and dominant phase, *last* (between this refresh and the previous one) and
@@ -29,6 +30,7 @@ from typing import TextIO
 
 from lineprofiler.report.merge import RunError, merge_run, stale_after_s
 from lineprofiler.report.model import MergedRun, Path_
+from lineprofiler.report.parallel import ENV_JOBS
 from lineprofiler.report.timeline import recent
 from lineprofiler.report.units import NA, fmt_bytes, fmt_duration, fmt_share
 
@@ -194,6 +196,9 @@ def run_top(
     out = out if out is not None else sys.stdout
     live = out.isatty() and sys.stdin.isatty()
     keys = _Keys() if live else None
+    # One process: a refresh re-folds small files often, and starting interpreters every
+    # interval cost 4x more on 1,024 workers (benchmarks/bench_top.py); the variable overrides.
+    jobs = None if os.environ.get(ENV_JOBS, "").strip() else 1
     prev: Snapshot | None = None
     prev_t = time.monotonic()
     n = 0
@@ -204,7 +209,7 @@ def run_top(
             t0 = time.monotonic()
             size = shutil.get_terminal_size((120, 40))
             try:
-                run = merge_run(run_dir, with_samples=False)
+                run = merge_run(run_dir, with_samples=False, jobs=jobs)
                 lines = frame(run, prev, t0 - prev_t, time.time(), interval_s, top, size.columns)
                 prev, prev_t = snapshot(run), t0
             except RunError as exc:
