@@ -254,16 +254,18 @@ def write_samples(
     rows: Sequence[dict[str, int]],
     interval_ns: int = S,
     tags: dict[int, Sequence[str]] | None = None,
+    n_gpu: int = 0,
 ) -> dict[str, Any]:
     """Writes a ``.samples`` sidecar (and ``.tags``) beside a worker file in lp_core's row layout
-    (``_core.SAMPLE_WORDS``); each row names its words (missing ones are 0). Returns the
-    ``samples`` status object the worker document carries."""
+    (``_core.SAMPLE_WORDS``); each row names its words (missing ones are 0), GPU k's as
+    ``gpu<k>_busy`` and ``gpu<k>_mine`` (%). Returns the ``samples`` status object the worker
+    document carries."""
     from lineprofiler.runfile import samples as sm
 
-    words = sm.BASE_WORDS
+    words = sm.BASE_WORDS + 2 * n_gpu
     head = bytearray(sm.HEADER_BYTES)
     head[0:8] = sm.MAGIC
-    for off, v in ((8, sm.VERSION), (12, sm.HEADER_BYTES), (16, words), (20, 0)):
+    for off, v in ((8, sm.VERSION), (12, sm.HEADER_BYTES), (16, words), (20, n_gpu)):
         head[off : off + 4] = v.to_bytes(4, "little")
     start = rows[0]["time_unix_ns"] - interval_ns if rows else 0
     for off, v in ((24, interval_ns), (32, pid), (40, start)):
@@ -272,13 +274,20 @@ def write_samples(
     for r in rows:
         vals = [0] * words
         for k, v in r.items():
-            vals[_core.SAMPLE_WORDS[k]] = v
+            if k.startswith("gpu"):
+                g, kind = k[3:].split("_")
+                vals[sm.BASE_WORDS + 2 * int(g) + (kind == "mine")] = v
+            else:
+                vals[_core.SAMPLE_WORDS[k]] = v
         body += b"".join(v.to_bytes(8, "little", signed=True) for v in vals)
     side = worker_file.with_suffix(".samples")
     side.write_bytes(bytes(head) + bytes(body))
     tag_file = worker_file.with_suffix(".tags")
     tag_file.write_text("".join(json.dumps([k, list(v)]) + "\n" for k, v in (tags or {}).items()))
-    return {"file": side.name, "tags_file": tag_file.name, "rows": len(rows)}
+    status: dict[str, Any] = {"file": side.name, "tags_file": tag_file.name, "rows": len(rows)}
+    if n_gpu:
+        status["gpu_devices"] = n_gpu
+    return status
 
 
 def big_run(run_dir: Path, workers: int = 1024, phase_name: str = "forward") -> Path:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from lineprofiler.report.units import fmt_bytes, fmt_duration
-from tests.report.synth import MS, big_run
+from lineprofiler.report.units import fmt_bytes, fmt_duration, fmt_share
+from tests.report.synth import MS, T0, Ph, S, big_run, worker_doc, write_samples, write_worker
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
@@ -198,3 +198,41 @@ def test_checks_can_fail(tmp_path):
     chromium(f"--screenshot={shot}", "--window-size=400,300", bad.as_uri(), cwd=tmp_path)
     colors, inked = png_colors(shot)
     assert colors <= 2 and inked == 0.0
+
+
+@needs_chromium
+def test_gpu_timeline_and_hostile_role(tmp_path):
+    """Two processes on one GPU: busy 50% then 90%, this run's pids 20% + 30%. A role named like
+    markup is text too."""
+    run_dir = tmp_path / "run"
+    for i, mine in enumerate((20, 30)):
+        doc = worker_doc(
+            role=f"<b>{HOSTILE}</b>", pid=100 + i, rank=i, written_at=T0 + 20.0,
+            threads=[Ph(("train",), dist=[(5 * MS, 100)])],
+        )  # fmt: skip
+        path = write_worker(run_dir, doc)
+        rows = [
+            {"time_unix_ns": int((T0 + 1 + t) * S), "dt_ns": S, "tag": 1,
+             "flags": _gpu_flags(), "gpu0_busy": 50 if t < 10 else 90, "gpu0_mine": mine}
+            for t in range(19)
+        ]  # fmt: skip
+        doc["samples"] = write_samples(path, 100 + i, rows, tags={1: ["train"]}, n_gpu=1)
+        write_worker(run_dir, doc)
+    out = tmp_path / "r.html"
+    assert lp("report", run_dir, "--html", out, cwd=tmp_path).returncode == 0
+    dom = chromium("--enable-logging=stderr", "--v=0", "--dump-dom", out.as_uri(), cwd=tmp_path)
+    assert uncaught_errors(dom.stderr) == []
+    html = dom.stdout
+    assert "GPU 0 on node01" in html
+    assert ">90%<" in html  # the chart's scale: the busiest window
+    assert "GPU 0 this run" in html
+    # time-weighted busy (10 s at 50%, 9 s at 90%) and this run's pids' sum (20% + 30%)
+    assert f"busy {fmt_share((10 * 50 + 9 * 90) / 19 / 100)}, this run 50.0%" in html
+    assert "&lt;b&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;/b&gt;" in html
+    assert "<b><script>" not in html and len(re.findall(r"<script\b", html)) == 2
+
+
+def _gpu_flags() -> int:
+    from lineprofiler import _core
+
+    return _core.SAMPLE_FLAGS["gpu"]

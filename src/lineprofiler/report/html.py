@@ -349,7 +349,11 @@ def timelines_section(view: RunView, tl: Timeline | None) -> str:
         series = [(f"GPU {k} busy", tl.gpu_busy[key], "#8e44ad")]
         if key in tl.gpu_mine:
             series.append((f"GPU {k} this run", tl.gpu_mine[key], "#e67e22"))
-        out.append(f"<h3>GPU {k} on {esc(host)} (%)</h3>")
+        dev = view.run.samples.gpus.get(key) if view.run.samples else None
+        means = ""
+        if dev is not None:
+            means = f": busy {fmt_share(dev.busy)}, this run {fmt_share(dev.this_run)} over the run"
+        out.append(f"<h3>GPU {k} on {esc(host)} (%){esc(means)}</h3>")
         out.append(timeline(series, band, lambda v: f"{v:.0f}%", axis, f"GPU {k}"))
     legend = sorted({b for b in band if b is not None})
     if legend:
