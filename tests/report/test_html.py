@@ -236,3 +236,32 @@ def _gpu_flags() -> int:
     from lineprofiler import _core
 
     return _core.SAMPLE_FLAGS["gpu"]
+
+
+@needs_chromium
+def test_caveats_first_and_sampled_marks(tmp_path):
+    """A stale worker's caveat is shown above the roles, worded as in the text report; a sampled
+    phase keeps its ``~`` and says its rate."""
+    from tests.report.synth import golden_run
+
+    run_dir = golden_run(tmp_path / "run")
+    write_worker(
+        run_dir,
+        worker_doc(
+            role="actor", pid=1100, host="node09", rank=5, final=False, start_time=T0 - 700.0,
+            written_at=T0 - 600.0,
+            threads=[Ph(("iteration",), dist=[(5 * MS, 10)]),
+                     Ph(("iteration", "fast_op"), dist=[(100_000, 1000)], sample_every=100)],
+        ),
+    )  # fmt: skip
+    out = tmp_path / "r.html"
+    assert lp("report", run_dir, "--html", out, cwd=tmp_path).returncode == 0
+    text = lp("report", run_dir, "--top", "0", cwd=tmp_path).stdout
+    dom = chromium("--dump-dom", out.as_uri(), cwd=tmp_path).stdout
+    caveats = " ".join(text.split("CAVEATS", 1)[1].split())  # the text report's, unwrapped
+    said = "stopped writing before the run's newest file"
+    assert said in caveats and "actor rank 5 (node09) 10m behind" in caveats
+    body = dom.split("<body>", 1)[1]
+    assert 0 <= body.index("CAVEATS") < body.index(said) < body.index('<details class="role"')
+    assert "actor rank 5 (node09) 10m behind" in body
+    assert "~iteration/fast_op" in dom and "1 entry in 100" in dom
