@@ -18,7 +18,13 @@ Per bin (``bins`` equal slices of [start, end] in Unix ns):
 from __future__ import annotations
 
 import os
+from array import array
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import le, mul, ne
 from pathlib import Path
 
 from lineprofiler.report.model import MergedRun, Worker
@@ -81,6 +87,11 @@ def _table(w: Worker) -> tuple[SampleTable, dict[int, tuple[str, ...]]] | None:
     return table, read_tags(side.with_suffix(TAGS_SUFFIX))
 
 
+def compress_or_zero(col: Iterable[int], keep: list[bool]) -> Iterable[int]:
+    """``col`` with the values ``keep`` does not vouch for replaced by 0."""
+    return (v if k else 0 for v, k in zip(col, keep, strict=True))
+
+
 def _interval_ns(run: MergedRun) -> int | None:
     """The first sampled worker's row interval (its sidecar header), or None."""
     for w in run.workers:
@@ -118,46 +129,77 @@ def build_timeline(run: MergedRun, bins: int = DEFAULT_BINS) -> Timeline | None:
         t, tags = got
         tl.workers += 1
         c = t.cols
-        rss_sum = [0.0] * bins
-        rss_n = [0] * bins
-        for i in range(t.rows):
-            ts = c[W_T][i]
-            b = min(bins - 1, max(0, (ts - start) * bins // span))
-            flags = c[W_FLAGS][i]
-            dt = c[W_DT][i]
-            if flags & F_IO:
-                tl.has_io = True
-                tl.read[b] += c[W_RB][i]
-                tl.write[b] += c[W_WB][i]
-            if flags & F_RSS and c[W_RSS][i] >= 0:
-                tl.has_rss = True
-                rss_sum[b] += c[W_RSS][i]
-                rss_n[b] += 1
-            path = tags.get(c[W_TAG][i], ("(unknown phase)",))
-            if path != NO_PHASE:
-                acc = phase_ns[b]
-                acc[path] = acc.get(path, 0) + max(1, dt)
+        ts, dt, flags = c[W_T], c[W_DT], c[W_FLAGS]
+        distinct = set(flags)
+        # Columns a flag does not vouch for are zeroed (one Python pass, only when some row lacks
+        # the flag); then every bin is C-level slices of the time-ordered rows.
+        rb, wb = c[W_RB], c[W_WB]
+        if any(f & F_IO for f in distinct):
+            tl.has_io = True
+            if not all(f & F_IO for f in distinct):
+                keep = [bool(f & F_IO) for f in flags]
+                rb = array("q", compress_or_zero(rb, keep))
+                wb = array("q", compress_or_zero(wb, keep))
+        else:
+            rb = wb = None
+        rss = c[W_RSS]
+        rss_ok: list[bool] | None = None
+        if any(f & F_RSS for f in distinct):
+            if not all(f & F_RSS for f in distinct) or min(rss, default=0) < 0:
+                rss_ok = [bool(f & F_RSS) and v >= 0 for f, v in zip(flags, rss, strict=True)]
+        else:
+            rss = None
+        edges = [bisect_right(ts, start + span * k // bins) for k in range(1, bins)]
+        lo = 0
+        for b_, hi in enumerate([*edges, t.rows]):
+            if hi <= lo:
+                lo = max(lo, hi)
+                continue
+            if rb is not None:
+                tl.read[b_] += sum(rb[lo:hi])
+                tl.write[b_] += sum(wb[lo:hi])
+            if rss is not None:
+                if rss_ok is None:
+                    tl.rss[b_] += sum(rss[lo:hi]) / (hi - lo)
+                    tl.has_rss = True
+                else:
+                    vals = list(compress(rss[lo:hi], rss_ok[lo:hi]))
+                    if vals:
+                        tl.rss[b_] += sum(vals) / len(vals)
+                        tl.has_rss = True
+            acc = phase_ns[b_]
+            for g, n in Counter(c[W_TAG][lo:hi]).items():
+                path = tags.get(g, ("(unknown phase)",))
+                if path != NO_PHASE:  # rows are one interval each: count, weighted by it
+                    acc[path] = acc.get(path, 0) + n * t.interval_ns
             for k in range(t.n_gpu):
-                busy, mine = c[BASE_WORDS + 2 * k][i], c[BASE_WORDS + 2 * k + 1][i]
                 key = (w.host, k)
-                if busy >= 0:
+                busy, mine, d = (
+                    c[BASE_WORDS + 2 * k][lo:hi],
+                    c[BASE_WORDS + 2 * k + 1][lo:hi],
+                    dt[lo:hi],
+                )
+                ok = bytes(map(le, repeat(0), busy))
+                if any(ok):
                     ba = busy_acc.setdefault(key, [[0.0, 0.0] for _ in range(bins)])
-                    ba[b][0] += busy * dt
-                    ba[b][1] += dt
-                if mine != -1:
+                    ba[b_][0] += sum(map(mul, compress(busy, ok), compress(d, ok)))
+                    ba[b_][1] += sum(compress(d, ok))
+                read = bytes(map(ne, mine, repeat(-1)))
+                if any(read):
                     ma = mine_acc.setdefault(key, [[0.0, 0.0] for _ in range(bins)])
-                    ma[b][0] += max(0, mine) * dt
-                    ma[b][1] = max(ma[b][1], dt)  # per-pid shares add up: weight by one window
-        for b in range(bins):
-            if rss_n[b]:
-                tl.rss[b] += rss_sum[b] / rss_n[b]
+                    pos = [max(0, v) for v in compress(mine, read)]
+                    d_read = list(compress(d, read))
+                    # this process's time-weighted mean; processes add up
+                    ma[b_][0] += sum(map(mul, pos, d_read)) / max(1, sum(d_read))
+                    ma[b_][1] = 1.0
+            lo = hi
     if not tl.workers:
         return None
     tl.phase = [max(acc, key=lambda p: (acc[p], p)) if acc else None for acc in phase_ns]
     for key, acc in busy_acc.items():
         tl.gpu_busy[key] = [a / d if d else None for a, d in acc]
     for key, acc in mine_acc.items():
-        tl.gpu_mine[key] = [min(100.0 * 64, a / d) if d else None for a, d in acc]
+        tl.gpu_mine[key] = [a if d else None for a, d in acc]
     return tl
 
 
