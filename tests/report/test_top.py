@@ -105,3 +105,33 @@ def test_top_live_under_tmux(tmp_path):
         except subprocess.TimeoutExpired:
             demo.terminate()
             demo.wait(timeout=30)
+
+
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed (scripts/setup-env installs it)")
+@pytest.mark.parametrize("key", ["C-c", "q"])
+def test_top_quits_and_restores_the_terminal(tmp_path, key):
+    run_dir = golden_run(tmp_path / "run")
+    sock = tmp_path / "tmux.sock"
+    cmd = (
+        f"{sys.executable} -m lineprofiler top {run_dir} --interval 0.5; echo EXIT=$?; "
+        "stty -a | tr ' ;' '\\n\\n' | grep -x -- '-\\?icanon'; sleep 30"
+    )
+    subprocess.run(
+        ["tmux", "-S", str(sock), "new-session", "-d", "-s", "top", "-x", "120", "-y", "40", cmd],
+        check=True, timeout=10,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while "LEARNER" not in _capture(sock) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "LEARNER" in _capture(sock)
+        subprocess.run(["tmux", "-S", str(sock), "send-keys", "-t", "top", key], timeout=10)
+        deadline = time.monotonic() + 15
+        while "EXIT=" not in _capture(sock) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        screen = _capture(sock)
+        assert "EXIT=0" in screen, screen
+        assert "\nicanon" in "\n" + screen and "-icanon" not in screen  # line mode is back
+        assert "LEARNER" not in screen  # the alternate screen was left
+    finally:
+        subprocess.run(["tmux", "-S", str(sock), "kill-server"], timeout=10, capture_output=True)
