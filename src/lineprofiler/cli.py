@@ -1,4 +1,4 @@
-"""The ``lineprofiler`` command: record, report, compare, attempts, reduce, run and show.
+"""The ``lineprofiler`` command: record, report, compare, attempts, reduce, top, run and show.
 
 Each subcommand lives in its own module exposing ``HELP``, ``add_arguments(parser)`` and
 ``main(args) -> int`` (and optionally ``EXAMPLES``, shown under its ``--help``); this file only
@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "compare": "lineprofiler.report.cli_compare",
     "attempts": "lineprofiler.report.cli_attempts",
     "reduce": "lineprofiler.report.cli_reduce",
+    "top": "lineprofiler.report.cli_top",
     "run": "lineprofiler.line.cli_run",
     "show": "lineprofiler.line.cli_show",
 }
@@ -33,6 +34,8 @@ examples:
   lineprofiler record -- python train.py          profile a run, then print its report
   lineprofiler report profile/                    the report of a run directory
   lineprofiler report profile/ --json             the same as data (CI gates, diffs)
+  lineprofiler report profile/ --html run.html    charts in one self-contained HTML file
+  lineprofiler top profile/                       watch a run in progress
   lineprofiler compare base/ new/                 two runs, phase by phase
   lineprofiler run -m mypackage.train --top 20    line by line, under the line profiler
 """

@@ -249,3 +249,87 @@ def golden_run(run_dir: Path) -> Path:
         ),
     )
     return run_dir
+
+
+def write_samples(
+    worker_file: Path,
+    pid: int,
+    rows: Sequence[dict[str, int]],
+    interval_ns: int = S,
+    tags: dict[int, Sequence[str]] | None = None,
+    n_gpu: int = 0,
+) -> dict[str, Any]:
+    """Writes a ``.samples`` sidecar (and ``.tags``) beside a worker file in lp_core's row layout
+    (``_core.SAMPLE_WORDS``); each row names its words (missing ones are 0), GPU k's as
+    ``gpu<k>_busy`` and ``gpu<k>_mine`` (%). Returns the ``samples`` status object the worker
+    document carries."""
+    from lineprofiler.runfile import samples as sm
+
+    words = sm.BASE_WORDS + 2 * n_gpu
+    head = bytearray(sm.HEADER_BYTES)
+    head[0:8] = sm.MAGIC
+    for off, v in ((8, sm.VERSION), (12, sm.HEADER_BYTES), (16, words), (20, n_gpu)):
+        head[off : off + 4] = v.to_bytes(4, "little")
+    start = rows[0]["time_unix_ns"] - interval_ns if rows else 0
+    for off, v in ((24, interval_ns), (32, pid), (40, start)):
+        head[off : off + 8] = v.to_bytes(8, "little")
+    body = bytearray()
+    for r in rows:
+        vals = [0] * words
+        for k, v in r.items():
+            if k.startswith("gpu"):
+                g, kind = k[3:].split("_")
+                vals[sm.BASE_WORDS + 2 * int(g) + (kind == "mine")] = v
+            else:
+                vals[_core.SAMPLE_WORDS[k]] = v
+        body += b"".join(v.to_bytes(8, "little", signed=True) for v in vals)
+    side = worker_file.with_suffix(".samples")
+    side.write_bytes(bytes(head) + bytes(body))
+    tag_file = worker_file.with_suffix(".tags")
+    tag_file.write_text("".join(json.dumps([k, list(v)]) + "\n" for k, v in (tags or {}).items()))
+    status: dict[str, Any] = {"file": side.name, "tags_file": tag_file.name, "rows": len(rows)}
+    if n_gpu:
+        status["gpu_devices"] = n_gpu
+    return status
+
+
+def big_run(run_dir: Path, workers: int = 1024, phase_name: str = "forward") -> Path:
+    """A synthetic ``workers``-process run (ranks on 16 per node): role ``trainer`` runs
+    ``step/{data,forward,backward}`` (``forward`` named ``phase_name``); rank 7 is 2x slower in
+    backward. Each process has 60 one-second sampler rows: RSS 100 MB + rank kB, 1 MB read per
+    row during ``step/data``; every row's tag is ``step/<phase>`` by second."""
+    run_dir = Path(run_dir)
+    io_flags = _core.SAMPLE_FLAGS["io"] | _core.SAMPLE_FLAGS["rss"]
+    for w in range(workers):
+        back = (8 if w == 7 else 4) * MS
+        phases = [
+            Ph(("step",), dist=[(10 * MS + back, 100)], cpu=0.9),
+            Ph(("step", "data"), dist=[(2 * MS, 100)], cpu=0.2, counters={"samples": 3200}),
+            Ph(("step", phase_name), dist=[(3 * MS, 90), (5 * MS, 10)], cpu=1.0),
+            Ph(("step", "backward"), dist=[(back, 100)], cpu=1.0),
+        ]
+        doc = worker_doc(
+            role="trainer",
+            pid=30_000 + w,
+            host=f"gpu{w // 16:03d}",
+            rank=w,
+            written_at=T0 + 60.0,
+            threads=phases,
+        )
+        path = write_worker(run_dir, doc)
+        tags = {1: ["step", "data"], 2: ["step", phase_name], 3: ["step", "backward"]}
+        rows = [
+            {
+                "time_unix_ns": int((T0 + 1 + i) * S),
+                "dt_ns": S,
+                "tag": 1 + i % 3,
+                "flags": io_flags,
+                "read_bytes": 1_000_000 if i % 3 == 0 else 0,
+                "read_chars": 1_000_000 if i % 3 == 0 else 0,
+                "rss_bytes": 100_000_000 + 1000 * w,
+            }
+            for i in range(60)
+        ]
+        doc["samples"] = write_samples(path, 30_000 + w, rows, tags=tags)
+        write_worker(run_dir, doc)
+    return run_dir

@@ -1,4 +1,5 @@
-"""``lineprofiler report DIR [--json] [--no-samples]``: one run, merged, as text or JSON.
+"""``lineprofiler report DIR [--json | --html FILE] [--no-samples]``: one run, merged, as text,
+JSON or a self-contained HTML file.
 
 Exit status: 0 with a report (whose CAVEATS name any worker that could not be read), 2 when the
 directory cannot be reported at all (missing, empty, not a run, nothing readable).
@@ -22,6 +23,11 @@ ENV_DEBUG = "LINEPROFILER_DEBUG"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="DIR", help="the run directory (Profiler's run_dir)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write the report as one self-contained HTML file (charts; nothing fetched)",
+    )
     parser.add_argument(
         "--no-samples",
         action="store_true",
@@ -72,10 +78,23 @@ def emit(text: str) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.html and args.json:
+        return fail("report", "--html and --json: choose one")
     if args.top < 0:
         return fail("report", f"--top must be 0 or more, not {args.top}")
     try:
         run = merge_run(args.run_dir, with_samples=not args.no_samples, attempt=args.attempt)
+        if args.html:
+            from lineprofiler.report.html import render_html
+
+            page = render_html(run, args.top)
+            try:
+                with open(args.html, "w", encoding="utf-8") as f:
+                    f.write(page)
+            except OSError as exc:
+                return fail("report", f"{args.html}: cannot write it ({exc.strerror})")
+            print(f"lineprofiler report: wrote {args.html} ({len(page.encode()):,} bytes)")
+            return 0
         if args.json:
             from lineprofiler.report.json import render_json
 

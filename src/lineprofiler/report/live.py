@@ -1,0 +1,245 @@
+"""``lineprofiler top``: a live view of a run in progress, re-merged every interval.
+
+Each refresh is one streaming ``merge_run(with_samples=False)`` of the worker files (which the
+profilers rewrite every ``snapshot_interval_s``), folded in this process unless
+``$LINEPROFILER_REPORT_JOBS`` is set, plus the tail of each sampler sidecar
+(``report.timeline.recent``), so it needs no server and works on a shared filesystem across nodes.
+
+Numbers per role and dominant phase, *last* (between this refresh and the previous one) and
+*since start* (the whole run so far):
+
+- ``time``: process-time in the phase (completed + still open), summed over the role's processes;
+- ``share``: that time over the role's top-level time in the same span;
+- ``wait``: (wall - cpu) / wall of the entries completed in the span (n/a: CPU not measured);
+- a counter's rate: its count in the span per second of wall-clock time (last: the refresh
+  interval; since start: the run's runtime), summed over processes — the role's throughput.
+
+Processes are *finished* (closed), *stale* (not closed, last write older than the report's stale
+threshold) or *alive*; ``age`` is the time since a process's last write.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from lineprofiler.report.merge import RunError, merge_run, stale_after_s
+from lineprofiler.report.model import MergedRun, Path_
+from lineprofiler.report.parallel import ENV_JOBS
+from lineprofiler.report.timeline import recent
+from lineprofiler.report.units import NA, fmt_bytes, fmt_duration, fmt_share
+
+DEFAULT_INTERVAL_S = 2.0
+DEFAULT_TOP = 8
+
+
+@dataclass
+class Snap:
+    """One phase's cumulative numbers at one refresh."""
+
+    time_ns: int
+    wall_ns: int
+    cpu_ns: int | None
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+Snapshot = dict[tuple[str, Path_], Snap]
+
+
+def snapshot(run: MergedRun) -> Snapshot:
+    return {
+        (role.name, path): Snap(s.time_ns, s.wall_ns, s.cpu_ns, dict(s.counters))
+        for role in run.roles.values()
+        for path, s in role.tree.items()
+    }
+
+
+def _wait(wall: int, cpu: int | None) -> float | None:
+    return None if cpu is None or wall <= 0 else max(0, wall - cpu) / wall
+
+
+def _minus(a: Snap, b: Snap | None) -> Snap:
+    if b is None:
+        return a
+    cpu = None if a.cpu_ns is None or b.cpu_ns is None else a.cpu_ns - b.cpu_ns
+    counters = {k: v - b.counters.get(k, 0) for k, v in a.counters.items()}
+    return Snap(max(0, a.time_ns - b.time_ns), max(0, a.wall_ns - b.wall_ns), cpu, counters)
+
+
+def _rate(n: int, seconds: float) -> str:
+    return NA if seconds <= 0 else f"{n / seconds:,.1f}/s"
+
+
+def frame(
+    run: MergedRun,
+    prev: Snapshot | None,
+    dt_s: float,
+    now_unix: float,
+    window_s: float,
+    top: int = DEFAULT_TOP,
+    width: int = 120,
+) -> list[str]:
+    """The lines of one refresh. ``prev``: the previous refresh's snapshot (None: first);
+    ``dt_s``: wall seconds since it."""
+    cur = snapshot(run)
+    runtime_s = run.runtime_ns / 1e9
+    ws = run.workers
+    fin = sum(w.final for w in ws)
+    stale = sum(1 for w in ws if not w.final and now_unix - w.written_at > stale_after_s(w))
+    ages = [max(0.0, now_unix - w.written_at) for w in ws if not w.final]
+    lines = [
+        f"lineprofiler top  {run.run_dir}  run {run.run_id}  runtime {fmt_duration(run.runtime_ns)}"
+        f"  refresh {window_s:g}s  (q quits)",
+        f"Processes {len(ws):,}: {len(ws) - fin - stale:,} alive, {stale:,} stale, {fin:,} finished"
+        + (f"   last write {min(ages):.1f}s - {max(ages):.1f}s ago" if ages else ""),
+    ]
+    rec = recent(run, window_s, int(now_unix * 1e9))
+    if rec is None:
+        lines.append("I/O, memory: n/a (no sampler rows)")
+    else:
+        lines.append(
+            f"Last {window_s:g}s: disk read {fmt_bytes(rec.read_bytes)}, "
+            f"write {fmt_bytes(rec.write_bytes)}   RSS now {fmt_bytes(rec.rss_bytes)} "
+            f"({rec.workers:,} sampled)"
+        )
+    for role in run.roles.values():
+        lines.append("")
+        r_fin = sum(w.final for w in role.workers)
+        r_stale = sum(
+            1 for w in role.workers if not w.final and now_unix - w.written_at > stale_after_s(w)
+        )
+        r_ages = sorted(
+            (max(0.0, now_unix - w.written_at), w.label) for w in role.workers if not w.final
+        )
+        word = "process" if role.processes == 1 else "processes"
+        who = f"{role.processes:,} {word}: {role.processes - r_fin - r_stale} alive, "
+        who += f"{r_stale} stale, {r_fin} finished"
+        if r_ages:
+            who += f"; oldest write {r_ages[-1][0]:.1f}s ago ({r_ages[-1][1]})"
+        lines.append(f"{role.name.upper()}  ({who})")
+        deltas = {
+            p: _minus(cur[(role.name, p)], prev.get((role.name, p)) if prev else None)
+            for p in role.tree
+        }
+        top_last = sum(d.time_ns for p, d in deltas.items() if len(p) == 1)
+        top_all = role.top_level_ns
+        ranked = sorted(
+            (p for p, s in role.tree.items() if p and not s.thread_node),
+            key=lambda p: (-(deltas[p].time_ns if prev else 0), -role.tree[p].self_ns, p),
+        )[:top]
+        nw = max([24] + [len("/".join(p)) + 2 for p in ranked])
+        nw = min(nw, max(24, width - 62))
+        lines.append(
+            f"  {'phase':<{nw}}{'last: time':>11}{'share':>7}{'wait':>6}"
+            f"{'total: time':>13}{'share':>7}{'wait':>6}"
+        )
+        for p in ranked:
+            s, d = role.tree[p], deltas[p]
+            name = ("~" if s.estimated else "") + "/".join(p)
+            if len(name) > nw - 1:
+                name = name[: nw - 2] + "…"
+            last_t = fmt_duration(d.time_ns) if prev else NA
+            last_share = fmt_share(d.time_ns / top_last, 0) if prev and top_last else NA
+            last_wait = _wait(d.wall_ns, d.cpu_ns) if prev else None
+            lines.append(
+                f"  {name:<{nw}}{last_t:>11}{last_share:>7}{fmt_share(last_wait, 0):>6}"
+                f"{fmt_duration(s.time_ns):>13}"
+                f"{fmt_share(s.time_ns / top_all if top_all else None, 0):>7}"
+                f"{fmt_share(s.wait_fraction, 0):>6}"
+            )
+            for c in sorted(s.counters):
+                last = _rate(d.counters.get(c, 0), dt_s) if prev else NA
+                lines.append(
+                    f"  {'  + ' + c:<{nw}}{last:>11}{'':>13}{_rate(s.counters[c], runtime_s):>13}"
+                )
+    return lines
+
+
+class _Keys:
+    """Raw single-key input from a terminal (cbreak mode; Ctrl-C still interrupts)."""
+
+    def __init__(self) -> None:
+        import termios
+        import tty
+
+        self.fd = sys.stdin.fileno()
+        self.saved = termios.tcgetattr(self.fd)
+        tty.setcbreak(self.fd)
+
+    def wait(self, timeout_s: float) -> str:
+        """A key pressed within ``timeout_s`` ("" if none)."""
+        ready, _, _ = select.select([self.fd], [], [], max(0.0, timeout_s))
+        return os.read(self.fd, 32).decode("utf-8", "replace") if ready else ""
+
+    def close(self) -> None:
+        import termios
+
+        termios.tcsetattr(self.fd, termios.TCSADRAIN, self.saved)
+
+
+def run_top(
+    run_dir: str,
+    interval_s: float = DEFAULT_INTERVAL_S,
+    top: int = DEFAULT_TOP,
+    iterations: int = 0,
+    out: TextIO | None = None,
+) -> int:
+    """Refreshes every ``interval_s`` until ``q``/Ctrl-C (or ``iterations`` refreshes, if > 0).
+
+    Draws in place on a terminal; writes plain frames one after another when ``out`` is not one.
+    """
+    out = out if out is not None else sys.stdout
+    live = out.isatty() and sys.stdin.isatty()
+    keys = _Keys() if live else None
+    # One process: a refresh re-folds small files often, and starting interpreters every
+    # interval cost 4x more on 1,024 workers (benchmarks/bench_top.py); the variable overrides.
+    jobs = None if os.environ.get(ENV_JOBS, "").strip() else 1
+    prev: Snapshot | None = None
+    prev_t = time.monotonic()
+    n = 0
+    if live:
+        out.write("\x1b[?1049h\x1b[?25l")  # alternate screen, cursor hidden
+    try:
+        while True:
+            t0 = time.monotonic()
+            size = shutil.get_terminal_size((120, 40))
+            try:
+                run = merge_run(run_dir, with_samples=False, jobs=jobs)
+                lines = frame(run, prev, t0 - prev_t, time.time(), interval_s, top, size.columns)
+                prev, prev_t = snapshot(run), t0
+            except RunError as exc:
+                lines = [f"lineprofiler top  {run_dir}  (q quits)", f"waiting: {exc}"]
+            if live:
+                shown = [ln[: size.columns] for ln in lines[: size.lines - 1]]
+                out.write("\x1b[H\x1b[2J" + "\r\n".join(shown))
+            else:
+                stamp = time.strftime("%H:%M:%S")
+                out.write(f"--- {stamp} ---\n" + "\n".join(lines) + "\n\n")
+            out.flush()
+            n += 1
+            if iterations and n >= iterations:
+                return 0
+            remaining = interval_s - (time.monotonic() - t0)
+            if keys is None:
+                time.sleep(max(0.0, remaining))
+                continue
+            deadline = time.monotonic() + max(0.0, remaining)
+            while True:
+                key = keys.wait(deadline - time.monotonic())
+                if key and key[0] in "qQ":
+                    return 0
+                if time.monotonic() >= deadline:
+                    break
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if keys is not None:
+            keys.close()
+        if live:
+            out.write("\x1b[?25h\x1b[?1049l")
+            out.flush()

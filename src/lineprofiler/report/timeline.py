@@ -1,0 +1,266 @@
+"""The sampler's rows over wall time: the HTML report's timelines and ``top``'s last interval.
+
+An additive reader beside ``report.resources`` (which reduces the rows to totals and peaks while
+merging): this one reads each worker's ``.samples``/``.tags`` sidecars again and bins the rows by
+the Unix time their interval ended, one worker at a time, so memory is one worker's columns plus
+the bins.
+
+Per bin (``bins`` equal slices of [start, end] in Unix ns):
+
+- ``rss``: the run's resident memory, the sum over processes of each one's mean RSS over its rows
+  in the bin (a process with no row in a bin counts 0 there);
+- ``read``/``write``: disk bytes (``read_bytes``/``write_bytes`` deltas) summed over processes;
+- ``gpu_busy[(host, k)]``: the dt-weighted mean of NVML's device busy %;
+  ``gpu_mine[(host, k)]``: the sum over the run's processes of their pid's SM % (weighted mean);
+- ``phase``: the phase path open for the most process-time in the bin (tag of each row), or None.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import le, mul, ne
+from pathlib import Path
+
+from lineprofiler.report.model import MergedRun, Worker
+from lineprofiler.runfile.layout import TAGS_SUFFIX, samples_path
+from lineprofiler.runfile.samples import (
+    BASE_WORDS,
+    F_IO,
+    F_RSS,
+    HEADER_BYTES,
+    NO_PHASE,
+    W_DT,
+    W_FLAGS,
+    W_RB,
+    W_RSS,
+    W_T,
+    W_TAG,
+    W_WB,
+    SamplesError,
+    SampleTable,
+    read_samples,
+    read_tags,
+)
+
+DEFAULT_BINS = 240
+_NEED = range(max(W_T, W_FLAGS, W_RB, W_WB, W_RSS) + 1)  # the row words ``recent`` reads
+
+
+@dataclass
+class Timeline:
+    """Binned resource series of a run (see the module docstring for each series)."""
+
+    start_ns: int
+    end_ns: int
+    bins: int
+    rss: list[float] = field(default_factory=list)
+    read: list[int] = field(default_factory=list)
+    write: list[int] = field(default_factory=list)
+    gpu_busy: dict[tuple[str, int], list[float | None]] = field(default_factory=dict)
+    gpu_mine: dict[tuple[str, int], list[float | None]] = field(default_factory=dict)
+    phase: list[tuple[str, ...] | None] = field(default_factory=list)
+    has_rss: bool = False
+    has_io: bool = False
+    workers: int = 0  # workers whose rows were read
+
+    @property
+    def bin_ns(self) -> float:
+        return max(1, self.end_ns - self.start_ns) / self.bins
+
+
+def _table(w: Worker) -> tuple[SampleTable, dict[int, tuple[str, ...]]] | None:
+    if not w.file:
+        return None
+    side = samples_path(Path(w.file))
+    if side.is_symlink():
+        return None
+    try:
+        table = read_samples(side)
+    except (OSError, SamplesError):
+        return None
+    return table, read_tags(side.with_suffix(TAGS_SUFFIX))
+
+
+def compress_or_zero(col: Iterable[int], keep: list[bool]) -> Iterable[int]:
+    """``col`` with the values ``keep`` does not vouch for replaced by 0."""
+    return (v if k else 0 for v, k in zip(col, keep, strict=True))
+
+
+def _interval_ns(run: MergedRun) -> int | None:
+    """The first sampled worker's row interval (its sidecar header), or None."""
+    for w in run.workers:
+        if not w.file:
+            continue
+        try:
+            with open(samples_path(Path(w.file)), "rb") as f:
+                head = f.read(HEADER_BYTES)
+        except OSError:
+            continue
+        if len(head) >= 32:
+            return int.from_bytes(head[24:32], "little") or None
+    return None
+
+
+def build_timeline(run: MergedRun, bins: int = DEFAULT_BINS) -> Timeline | None:
+    """The run's binned series; None when no worker has sampler rows."""
+    if run.start_time is None or run.end_time is None or bins < 1:
+        return None
+    start, end = int(run.start_time * 1e9), int(run.end_time * 1e9)
+    if end <= start:
+        end = start + 1
+    interval = _interval_ns(run)
+    if interval:  # never thinner than the sampler's interval (else most bins have no row)
+        bins = max(1, min(bins, (end - start) // interval))
+    tl = Timeline(start, end, bins, [0.0] * bins, [0] * bins, [0] * bins)
+    span = end - start
+    phase_ns: list[dict[tuple[str, ...], int]] = [{} for _ in range(bins)]
+    busy_acc: dict[tuple[str, int], list[list[float]]] = {}
+    mine_acc: dict[tuple[str, int], list[list[float]]] = {}
+    for w in run.workers:
+        got = _table(w)
+        if got is None or got[0].rows == 0:
+            continue
+        t, tags = got
+        tl.workers += 1
+        c = t.cols
+        ts, dt, flags = c[W_T], c[W_DT], c[W_FLAGS]
+        distinct = set(flags)
+        # Columns a flag does not vouch for are zeroed (one Python pass, only when some row lacks
+        # the flag); then every bin is C-level slices of the time-ordered rows.
+        rb, wb = c[W_RB], c[W_WB]
+        if any(f & F_IO for f in distinct):
+            tl.has_io = True
+            if not all(f & F_IO for f in distinct):
+                keep = [bool(f & F_IO) for f in flags]
+                rb = array("q", compress_or_zero(rb, keep))
+                wb = array("q", compress_or_zero(wb, keep))
+        else:
+            rb = wb = None
+        rss = c[W_RSS]
+        rss_ok: list[bool] | None = None
+        if any(f & F_RSS for f in distinct):
+            if not all(f & F_RSS for f in distinct) or min(rss, default=0) < 0:
+                rss_ok = [bool(f & F_RSS) and v >= 0 for f, v in zip(flags, rss, strict=True)]
+        else:
+            rss = None
+        edges = [bisect_right(ts, start + span * k // bins) for k in range(1, bins)]
+        lo = 0
+        for b_, hi in enumerate([*edges, t.rows]):
+            if hi <= lo:
+                lo = max(lo, hi)
+                continue
+            if rb is not None:
+                tl.read[b_] += sum(rb[lo:hi])
+                tl.write[b_] += sum(wb[lo:hi])
+            if rss is not None:
+                if rss_ok is None:
+                    tl.rss[b_] += sum(rss[lo:hi]) / (hi - lo)
+                    tl.has_rss = True
+                else:
+                    vals = list(compress(rss[lo:hi], rss_ok[lo:hi]))
+                    if vals:
+                        tl.rss[b_] += sum(vals) / len(vals)
+                        tl.has_rss = True
+            acc = phase_ns[b_]
+            for g, n in Counter(c[W_TAG][lo:hi]).items():
+                path = tags.get(g, ("(unknown phase)",))
+                if path != NO_PHASE:  # rows are one interval each: count, weighted by it
+                    acc[path] = acc.get(path, 0) + n * t.interval_ns
+            for k in range(t.n_gpu):
+                key = (w.host, k)
+                busy, mine, d = (
+                    c[BASE_WORDS + 2 * k][lo:hi],
+                    c[BASE_WORDS + 2 * k + 1][lo:hi],
+                    dt[lo:hi],
+                )
+                ok = bytes(map(le, repeat(0), busy))
+                if any(ok):
+                    ba = busy_acc.setdefault(key, [[0.0, 0.0] for _ in range(bins)])
+                    ba[b_][0] += sum(map(mul, compress(busy, ok), compress(d, ok)))
+                    ba[b_][1] += sum(compress(d, ok))
+                read = bytes(map(ne, mine, repeat(-1)))
+                if any(read):
+                    ma = mine_acc.setdefault(key, [[0.0, 0.0] for _ in range(bins)])
+                    pos = [max(0, v) for v in compress(mine, read)]
+                    d_read = list(compress(d, read))
+                    # this process's time-weighted mean; processes add up
+                    ma[b_][0] += sum(map(mul, pos, d_read)) / max(1, sum(d_read))
+                    ma[b_][1] = 1.0
+            lo = hi
+    if not tl.workers:
+        return None
+    tl.phase = [max(acc, key=lambda p: (acc[p], p)) if acc else None for acc in phase_ns]
+    for key, acc in busy_acc.items():
+        tl.gpu_busy[key] = [a / d if d else None for a, d in acc]
+    for key, acc in mine_acc.items():
+        tl.gpu_mine[key] = [a if d else None for a, d in acc]
+    return tl
+
+
+@dataclass
+class Recent:
+    """The sampler's rows of the last ``window_s`` seconds, summed over the run's processes."""
+
+    read_bytes: int = 0
+    write_bytes: int = 0
+    rss_bytes: int = 0  # the latest row's RSS of each process, summed
+    workers: int = 0
+
+
+def recent(run: MergedRun, window_s: float, now_ns: int) -> Recent | None:
+    """I/O of the rows that ended in (now - window, now] and current RSS, from each sidecar's tail.
+
+    Reads only the last rows of each file (enough to cover the window), so a refresh costs the
+    same in the first minute of a run and in its twelfth hour. None when no worker has rows.
+    """
+    out = Recent()
+    lo = now_ns - int(window_s * 1e9)
+    for w in run.workers:
+        if not w.file:
+            continue
+        side = samples_path(Path(w.file))
+        try:
+            fd = os.open(side, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            with os.fdopen(fd, "rb") as f:
+                head = f.read(HEADER_BYTES)
+                if len(head) < HEADER_BYTES:
+                    continue
+                hb = int.from_bytes(head[12:16], "little")
+                words = int.from_bytes(head[16:20], "little")
+                interval = max(1, int.from_bytes(head[24:32], "little"))
+                if words < BASE_WORDS or hb < HEADER_BYTES:
+                    continue
+                row = 8 * words
+                size = os.fstat(f.fileno()).st_size
+                rows = (size - hb) // row
+                if rows <= 0:
+                    continue
+                want = min(rows, int(window_s * 1e9 // interval) + 2)
+                f.seek(hb + (rows - want) * row)
+                data = f.read(want * row)
+        except OSError:
+            continue
+        vals = [
+            [int.from_bytes(data[o + 8 * k : o + 8 * k + 8], "little", signed=True) for k in _NEED]
+            for o in range(0, len(data) - row + 1, row)
+        ]
+        if not vals:
+            continue
+        out.workers += 1
+        for v in vals:
+            if v[W_T] > lo and v[W_FLAGS] & F_IO:
+                out.read_bytes += v[W_RB]
+                out.write_bytes += v[W_WB]
+        rss = [v[W_RSS] for v in vals if v[W_FLAGS] & F_RSS and v[W_RSS] >= 0]
+        if rss:
+            out.rss_bytes += rss[-1]
+    return out if out.workers else None
