@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from lineprofiler.report.gate import GateResult, GateSpec, check, gate_document, render_gate_text
 from lineprofiler.report.model import MergedRun, Path_
 from lineprofiler.report.units import (
     NA,
@@ -95,6 +96,7 @@ class Comparison:
     a: MergedRun
     b: MergedRun
     roles: list[RoleDiff]
+    gate: GateResult | None = None  # with --fail-over
 
 
 def _counter_diffs(a: PhaseRow | None, b: PhaseRow | None) -> list[CounterDiff]:
@@ -140,13 +142,20 @@ def _role_diff(name: str, a: RoleView | None, b: RoleView | None, top: int) -> R
     return RoleDiff(name, a, b, diffs, hidden)
 
 
-def compare_runs(a: MergedRun, b: MergedRun, top: int = DEFAULT_COMPARE_TOP) -> Comparison:
+def compare_runs(
+    a: MergedRun, b: MergedRun, top: int = DEFAULT_COMPARE_TOP, gate: GateSpec | None = None
+) -> Comparison:
+    """The comparison; with ``gate``, also the regressions over every phase in both runs."""
     roles = []
     for name in sorted(set(a.roles) | set(b.roles)):
         va = role_view(a.roles[name]) if name in a.roles else None
         vb = role_view(b.roles[name]) if name in b.roles else None
         roles.append(_role_diff(name, va, vb, top))
-    return Comparison(a, b, roles)
+    result = None
+    if gate is not None:
+        pairs = [(rd.name, rd.a, rd.b) for rd in roles if rd.a is not None and rd.b is not None]
+        result = check(pairs, gate)  # type: ignore[arg-type]
+    return Comparison(a, b, roles, result)
 
 
 # -- text --
@@ -161,7 +170,8 @@ def _procs(n: int) -> str:
 
 
 def render_compare_text(c: Comparison) -> str:
-    out = ["COMPARE"]
+    out = render_gate_text(c.gate) if c.gate is not None else []
+    out.append("COMPARE")
     for tag, run in (("A", c.a), ("B", c.b)):
         out.append(
             f"{tag}  {run.run_dir}   Run {run.run_id}   Runtime {fmt_duration(run.runtime_ns)}"
@@ -293,13 +303,16 @@ def compare_document(c: Comparison) -> dict[str, Any]:
                 "phases_not_shown": rd.hidden,
             }
         )
-    return {
+    doc = {
         "format": "lineprofiler-compare",
         "schema_version": 1,
         "a": run_doc(c.a),
         "b": run_doc(c.b),
         "roles": roles,
     }
+    if c.gate is not None:
+        doc.update(gate_document(c.gate))
+    return doc
 
 
 def render_compare_json(c: Comparison) -> str:
