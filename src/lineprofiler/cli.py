@@ -1,4 +1,5 @@
-"""The ``lineprofiler`` command: ``record``, ``report``, ``compare``, ``reduce``, ``run``, ``show``.
+"""The ``lineprofiler`` command: ``record``, ``report``, ``compare``, ``reduce``, ``export``,
+``run``, ``show``.
 
 Each subcommand lives in its own module exposing ``HELP``, ``add_arguments(parser)`` and
 ``main(args) -> int`` (and optionally ``EXAMPLES``, shown under its ``--help``); this file only
@@ -23,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "report": "lineprofiler.report.cli_report",
     "compare": "lineprofiler.report.cli_compare",
     "reduce": "lineprofiler.report.cli_reduce",
+    "export": "lineprofiler.report.cli_export",
     "run": "lineprofiler.line.cli_run",
     "show": "lineprofiler.line.cli_show",
 }
@@ -33,6 +35,8 @@ examples:
   lineprofiler report profile/                    the report of a run directory
   lineprofiler report profile/ --json             the same as data (CI gates, diffs)
   lineprofiler compare base/ new/                 two runs, phase by phase
+  lineprofiler compare base/ new/ --fail-over 20  a CI gate: exit 1 on a >20% slower phase
+  lineprofiler export profile/ --perfetto t.json  the sampled timeline for ui.perfetto.dev
   lineprofiler run -m mypackage.train --top 20    line by line, under the line profiler
 """
 
