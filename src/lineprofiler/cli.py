@@ -1,5 +1,5 @@
 """The ``lineprofiler`` command: ``record``, ``report``, ``compare``, ``reduce``, ``export``,
-``run``, ``show``.
+``serve``, ``run``, ``show``.
 
 Each subcommand lives in its own module exposing ``HELP``, ``add_arguments(parser)`` and
 ``main(args) -> int`` (and optionally ``EXAMPLES``, shown under its ``--help``); this file only
@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "compare": "lineprofiler.report.cli_compare",
     "reduce": "lineprofiler.report.cli_reduce",
     "export": "lineprofiler.report.cli_export",
+    "serve": "lineprofiler.report.cli_serve",
     "run": "lineprofiler.line.cli_run",
     "show": "lineprofiler.line.cli_show",
 }
@@ -37,6 +38,7 @@ examples:
   lineprofiler compare base/ new/                 two runs, phase by phase
   lineprofiler compare base/ new/ --fail-over 20  a CI gate: exit 1 on a >20% slower phase
   lineprofiler export profile/ --perfetto t.json  the sampled timeline for ui.perfetto.dev
+  lineprofiler serve profile/ --port 9464         a Prometheus scrape endpoint over the run
   lineprofiler run -m mypackage.train --top 20    line by line, under the line profiler
 """
 
