@@ -95,10 +95,10 @@ def test_gate_on_real_runs(tmp_path):
     assert cli(tmp_path, "compare", base, tmp_path / "nope", "--fail-over", "5").returncode == 2
 
 
-def _run(d, sample_every, scale):
+def _run(d, sample_every, scale, name="sampled"):
     # four measured entries: three of 1 ms and one of 10 ms (a wide spread), each recorded as N
     n = sample_every or 1
-    ph = Ph(("sampled",), dist=[(int(scale * MS), 3 * n), (int(scale * 10 * MS), n)])
+    ph = Ph((name,), dist=[(int(scale * MS), 3 * n), (int(scale * 10 * MS), n)])
     ph.sample_every = sample_every
     write_worker(d, worker_doc(role="actor", pid=7, threads=[ph]))
     return d
@@ -119,3 +119,19 @@ def test_sampling_error_is_taken_into_account(tmp_path):
     (reg,) = json.loads(proc.stdout)["regressions"]
     assert reg["phase"] == "sampled" and not reg["estimated"]
     assert abs(reg["change"] - 0.6) < 1e-9 and reg["base"] == 13 * MS / 4
+
+
+def test_gate_escapes_names_on_the_terminal(tmp_path):
+    name = "step\x1b[2J"
+    a = _run(tmp_path / "a", None, 1.0, name)
+    b = _run(tmp_path / "b", None, 2.0, name)
+    proc = cli(tmp_path, "compare", a, b, "--fail-over", "50")
+    assert proc.returncode == 1
+    assert "step\\x1b[2J" in proc.stdout.split("COMPARE")[0]  # the gate's line, and the table's
+    assert "\x1b" not in proc.stdout and proc.stdout.count("step\\x1b[2J") == 2
+    assert (
+        json.loads(cli(tmp_path, "compare", a, b, "--fail-over", "50", "--json").stdout)[
+            "regressions"
+        ][0]["phase"]
+        == name
+    )

@@ -143,12 +143,19 @@ def _twelve_hours(tmp_path, rows, n_gpu):
 def test_twelve_hour_worker_is_within_the_documented_bound(tmp_path):
     rows = 12 * 3600  # the default 1 s interval
     run = _twelve_hours(tmp_path, rows, n_gpu=1)
-    run_python(CLI, cwd=tmp_path, args=["export", str(run), "--perfetto", "t.json"], timeout=120)
+    (run / "backend").mkdir()
+    (run / "backend" / "torch_trace.json").write_text("{}")  # a backend="torch" window's trace
+    proc = run_python(
+        CLI, cwd=tmp_path, args=["export", str(run), "--perfetto", "t.json"], timeout=120
+    )
+    assert "kernel-level view:" in proc.stderr and "torch_trace.json" in proc.stderr
     size = (tmp_path / "t.json").stat().st_size
     header = 300  # the trace's opening and otherData
     assert size <= worker_bound_bytes(rows, n_gpu=1) + header, size
     assert size / 12 <= 1.5e6  # the README's per-worker-hour figure (worst case, 1 GPU)
-    events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    trace = json.loads((tmp_path / "t.json").read_text())
+    assert trace["otherData"]["torch_trace"] == str(run / "backend" / "torch_trace.json")
+    events = trace["traceEvents"]
     assert sum(e["ph"] == "B" for e in events) == rows  # nothing merged at 12 h
     assert rows == MAX_POINTS
 
