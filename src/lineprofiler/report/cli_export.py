@@ -41,6 +41,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         if dest == "-":
             info = export_perfetto(args.run_dir, sys.stdout)
+            if not info["workers"]:
+                raise RunError(f"{args.run_dir}: no worker has resource samples")
         else:
             target = Path(dest)
             fd, tmp = tempfile.mkstemp(prefix=".lp-trace-", dir=target.parent or Path("."))

@@ -111,6 +111,11 @@ def _points(t: SampleTable) -> Iterator[tuple[int, int, int, int, int, int, int,
     n = t.rows
     k = max(1, -(-n // MAX_POINTS))
     gw = [c[BASE_WORDS + j] for j in range(2 * t.n_gpu)]
+    if k == 1:  # one point per row: no slicing
+        base = (c[W_T], c[W_DT], c[W_TAG], c[W_FLAGS], c[W_RB], c[W_WB], c[W_RSS])
+        for i, (ts, dt, tag, fl, rb, wb, rss) in enumerate(zip(*base, strict=True)):
+            yield ts, dt, tag, fl, rb, wb, rss, [g[i] for g in gw]
+        return
     for i in range(0, n, k):
         j = min(n, i + k)
         flags = 0
