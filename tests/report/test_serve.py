@@ -23,7 +23,8 @@ WORKLOAD = """
     import json, time
     from lineprofiler.accounting import Profiler
     truth = {}
-    for role, n, s in (("actor", 12, 0.004), ("learner", 6, 0.012)):
+    # two actor workers (one after the other in this process: same host, no rank), one learner
+    for role, n, s in (("actor", 6, 0.004), ("actor", 6, 0.004), ("learner", 6, 0.012)):
         p = Profiler(run_dir="run", role=role, enabled=True, snapshot_interval_s=None,
                      sample_interval_s=None)
         for i in range(n):
@@ -139,7 +140,16 @@ def test_scrape_matches_the_report(tmp_path):
         (s.labels["role"], s.labels["state"]): s.value
         for s in _samples(fams["lineprofiler_processes"])
     }
-    assert procs == {("actor", "closed"): 1, ("learner", "closed"): 1}
+    assert procs == {("actor", "closed"): 2, ("learner", "closed"): 1}
+
+    # per-process labels: the two rankless actors of one host are one series, no duplicates
+    from lineprofiler.report.merge import merge_run
+    from lineprofiler.report.prometheus import families
+
+    fam = {f.name: f for f in families(merge_run(tmp_path / "run"), per_process=True)}
+    per = [s for s in fam["lineprofiler_phase_seconds"].samples if s.labels["role"] == "actor"]
+    assert len(per) == 1 and per[0].labels["rank"] == ""
+    assert per[0].value == pytest.approx(phases[("actor", "step")]["time_ns"] / 1e9)
 
 
 def test_live_run_counters_grow_and_per_process_labels(tmp_path):

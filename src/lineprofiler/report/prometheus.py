@@ -10,7 +10,8 @@ Families (labels ``role`` and ``phase``, the phase's full name ``a/b``; times in
 - ``lineprofiler_phase_calls_total``: completed entries (counter);
 - ``lineprofiler_phase_seconds_total``: the phase's time, process-time summed over the role's
   processes, open entries included (counter). With ``per_process_labels`` this family is per
-  process instead (labels ``host`` and ``rank`` added; it sums to the role's);
+  ``host`` and ``rank`` instead (rank empty when the process had none; processes sharing both
+  are summed), and it sums to the role's;
 - ``lineprofiler_phase_wait_ratio``: wait / wall (gauge; absent when CPU was not measured);
 - ``lineprofiler_phase_duration_seconds``: a histogram of the completed entries' wall times.
   Its ``le`` bounds (``LE_BOUNDS_S``) are edges of the recorder's own 512 buckets, the edge
@@ -148,12 +149,15 @@ def families(run: MergedRun, per_process: bool = False, merge_s: float = 0.0) ->
                 ctr.add_metric([*labels, c.name], c.count)
                 if c.rate_per_s is not None:
                     rate.add_metric([*labels, c.name], c.rate_per_s)
-            if per_process:
+            if per_process:  # processes sharing (host, rank), e.g. rankless ones, are summed
+                per: dict[tuple[str, str], int] = {}
                 for i, w in enumerate(role.workers):
                     t = role.worker_time_ns(i, path)
                     if t:
-                        rank = "" if w.rank is None else str(w.rank)
-                        seconds.add_metric([*labels, w.host, rank], t / 1e9)
+                        key = (w.host, "" if w.rank is None else str(w.rank))
+                        per[key] = per.get(key, 0) + t
+                for (host, rank), t in sorted(per.items()):
+                    seconds.add_metric([*labels, host, rank], t / 1e9)
         states: dict[tuple[str, ...], int] = {}
         for w in role.workers:
             state = "closed" if w.final else ("stale" if w.stale_s is not None else "running")
