@@ -159,7 +159,10 @@ def test_live_run_counters_grow_and_per_process_labels(tmp_path):
     served = None
     try:
         deadline = time.time() + 60
-        while not list((tmp_path / "live").glob("workers/*/w_*.json")):
+        # until a snapshot holds completed steps (files are replaced atomically)
+        while not any(
+            '"step"' in f.read_text() for f in (tmp_path / "live").glob("workers/*/w_*.json")
+        ):
             assert time.time() < deadline and live.poll() is None
             time.sleep(0.1)
         served = Served(tmp_path, "live", "--interval", "0", "--per-process-labels")
