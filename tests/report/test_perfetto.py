@@ -130,7 +130,7 @@ def _twelve_hours(tmp_path, rows, n_gpu):
         W_FLAGS: [F_IO | F_RSS | (F_GPU if n_gpu else 0)] * rows,
         W_RB: [123_456_789 + i for i in range(rows)],
         W_WB: [987_654_321 + i for i in range(rows)],
-        W_RSS: [10_000_000_000 + 7_777 * i for i in range(rows)],
+        W_RSS: [10_000_000_000 + 177_777 * i for i in range(rows)],  # >0.1 MB a row
     }
     for k in range(n_gpu):  # GPU k: busy %, this pid's SM %
         cols[BASE_WORDS + 2 * k] = [i % 101 for i in range(rows)]
