@@ -1,4 +1,5 @@
-"""The ``lineprofiler`` command: record, report, compare, attempts, reduce, top, run and show.
+"""The ``lineprofiler`` command: record, report, compare, attempts, reduce, top, export, serve,
+run and show.
 
 Each subcommand lives in its own module exposing ``HELP``, ``add_arguments(parser)`` and
 ``main(args) -> int`` (and optionally ``EXAMPLES``, shown under its ``--help``); this file only
@@ -25,6 +26,8 @@ COMMANDS: dict[str, str] = {
     "attempts": "lineprofiler.report.cli_attempts",
     "reduce": "lineprofiler.report.cli_reduce",
     "top": "lineprofiler.report.cli_top",
+    "export": "lineprofiler.report.cli_export",
+    "serve": "lineprofiler.report.cli_serve",
     "run": "lineprofiler.line.cli_run",
     "show": "lineprofiler.line.cli_show",
 }
@@ -37,6 +40,9 @@ examples:
   lineprofiler report profile/ --html run.html    charts in one self-contained HTML file
   lineprofiler top profile/                       watch a run in progress
   lineprofiler compare base/ new/                 two runs, phase by phase
+  lineprofiler compare base/ new/ --fail-over 20  a CI gate: exit 1 on a >20% slower phase
+  lineprofiler export profile/ --perfetto t.json  the sampled timeline for ui.perfetto.dev
+  lineprofiler serve profile/ --port 9464         a Prometheus scrape endpoint over the run
   lineprofiler run -m mypackage.train --top 20    line by line, under the line profiler
 """
 

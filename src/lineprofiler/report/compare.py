@@ -12,6 +12,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from lineprofiler.report.gate import (
+    GateResult,
+    GateSpec,
+    check,
+    gate_document,
+    render_gate_text,
+    term,
+)
 from lineprofiler.report.model import MergedRun, Path_
 from lineprofiler.report.units import (
     NA,
@@ -97,6 +105,7 @@ class Comparison:
     a: MergedRun
     b: MergedRun
     roles: list[RoleDiff]
+    gate: GateResult | None = None  # with --fail-over
 
 
 def _counter_diffs(a: PhaseRow | None, b: PhaseRow | None) -> list[CounterDiff]:
@@ -142,13 +151,20 @@ def _role_diff(name: str, a: RoleView | None, b: RoleView | None, top: int) -> R
     return RoleDiff(name, a, b, diffs, hidden)
 
 
-def compare_runs(a: MergedRun, b: MergedRun, top: int = DEFAULT_COMPARE_TOP) -> Comparison:
+def compare_runs(
+    a: MergedRun, b: MergedRun, top: int = DEFAULT_COMPARE_TOP, gate: GateSpec | None = None
+) -> Comparison:
+    """The comparison; with ``gate``, also the regressions over every phase in both runs."""
     roles = []
     for name in sorted(set(a.roles) | set(b.roles)):
         va = role_view(a.roles[name]) if name in a.roles else None
         vb = role_view(b.roles[name]) if name in b.roles else None
         roles.append(_role_diff(name, va, vb, top))
-    return Comparison(a, b, roles)
+    result = None
+    if gate is not None:
+        pairs = [(rd.name, rd.a, rd.b) for rd in roles if rd.a is not None and rd.b is not None]
+        result = check(pairs, gate)  # type: ignore[arg-type]
+    return Comparison(a, b, roles, result)
 
 
 # -- text --
@@ -163,10 +179,11 @@ def _procs(n: int) -> str:
 
 
 def render_compare_text(c: Comparison) -> str:
-    out = ["COMPARE"]
+    out = render_gate_text(c.gate) if c.gate is not None else []
+    out.append("COMPARE")
     for tag, run in (("A", c.a), ("B", c.b)):
         out.append(
-            f"{tag}  {run.run_dir}   Run {run.run_id}   Runtime {fmt_duration(run.runtime_ns)}"
+            f"{tag}  {term(run.run_dir)}   Run {term(run.run_id or '')}   Runtime {fmt_duration(run.runtime_ns)}"
             f"   Processes {run.processes:,}"
         )
     for rd in c.roles:
@@ -176,12 +193,14 @@ def render_compare_text(c: Comparison) -> str:
         if rd.side != "both":
             only = "A" if rd.side == "a" else "B"
             n = max(na, nb)
-            out.append(f"{rd.name.upper()}  only in {only} ({n} process{'' if n == 1 else 'es'})")
+            out.append(
+                f"{term(rd.name.upper())}  only in {only} ({n} process{'' if n == 1 else 'es'})"
+            )
             out.append(RULE)
             continue
-        out.append(f"{rd.name.upper()}  (A {_procs(na)}, B {_procs(nb)})")
+        out.append(f"{term(rd.name.upper())}  (A {_procs(na)}, B {_procs(nb)})")
         out.append(RULE)
-        w = max([30] + [len(d.name) + 2 for d in rd.phases])
+        w = max([30] + [len(term(d.name)) + 2 for d in rd.phases])
         out.append(
             f"{'':<{w}}{'time A':>10}{'share A':>9}{'time B':>10}{'share B':>9}{'change':>9}"
             f"   p50 A -> B           p99 A -> B"
@@ -196,14 +215,14 @@ def render_compare_text(c: Comparison) -> str:
                     if d.side == "a"
                     else f"{'':>19}{fmt_duration(row.stats.time_ns):>10}{fmt_share(row.share):>9}"
                 )
-                out.append(f"{d.name:<{w}}{time_cols}   {only}")
+                out.append(f"{term(d.name):<{w}}{time_cols}   {only}")
                 continue
             assert d.a is not None and d.b is not None
             quant = ""
             if not (d.a.stats.thread_node or d.b.stats.thread_node):
                 quant = f"   {_shift(d.a.q(0.5), d.b.q(0.5)):<21}{_shift(d.a.q(0.99), d.b.q(0.99))}"
             out.append(
-                f"{d.name:<{w}}{fmt_duration(d.a.stats.time_ns):>10}{fmt_share(d.a.share):>9}"
+                f"{term(d.name):<{w}}{fmt_duration(d.a.stats.time_ns):>10}{fmt_share(d.a.share):>9}"
                 f"{fmt_duration(d.b.stats.time_ns):>10}{fmt_share(d.b.share):>9}"
                 f"{fmt_ratio(d.change):>9}{quant}"
             )
@@ -214,7 +233,7 @@ def render_compare_text(c: Comparison) -> str:
                     text = f"{fmt_rate(cd.rate_a)}   only in A"
                 else:
                     text = f"{fmt_rate(cd.rate_b)}   only in B"
-                out.append(f"    + {cd.name:<{w - 6}}{text}")
+                out.append(f"    + {term(cd.name):<{w - 6}}{text}")
         if rd.hidden:
             out.append(f"({rd.hidden} smaller phases present in both not shown; --top 0 shows all)")
     out += [
@@ -295,13 +314,16 @@ def compare_document(c: Comparison) -> dict[str, Any]:
                 "phases_not_shown": rd.hidden,
             }
         )
-    return {
+    doc = {
         "format": "lineprofiler-compare",
         "schema_version": 1,
         "a": run_doc(c.a),
         "b": run_doc(c.b),
         "roles": roles,
     }
+    if c.gate is not None:
+        doc.update(gate_document(c.gate))
+    return doc
 
 
 def render_compare_json(c: Comparison) -> str:

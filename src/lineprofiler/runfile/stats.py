@@ -20,6 +20,16 @@ HIST_MAX_REL_ERROR: float = _core.HIST_MAX_REL_ERROR
 _BUCKET_VALUE: tuple[float, ...] = tuple(_core.hist_bucket_value(b) for b in range(HIST_BUCKETS))
 
 
+def bucket_of(ns: int) -> int:
+    """The histogram bucket an entry of ``ns`` nanoseconds is counted in."""
+    return int(_core.hist_bucket(int(ns)))
+
+
+def bucket_value(b: int) -> float:
+    """The value (ns) a quantile read from bucket ``b`` reports."""
+    return _BUCKET_VALUE[b]
+
+
 @dataclass
 class Histogram:
     """Sparse bucket counts of entry wall times (bucket index -> count)."""
