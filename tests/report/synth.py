@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lineprofiler import _core  # the sample-row layout only (buckets come from tests.truth)
 from tests.truth.buckets import bucket_of
 
 RUN_ID = "20261202T1535-471c94"
