@@ -7,10 +7,9 @@ import asyncio
 import json
 import time
 
-from lineprofiler.render.json import render_json
-from lineprofiler.render.text import render_text
-
 from lineprofiler.accounting import merge_run
+from lineprofiler.report.json import render_json
+from lineprofiler.report.text import render_text
 from tests.helpers import quiet_profiler
 
 SPIN_S = 0.15

@@ -8,10 +8,10 @@ import asyncio
 import sys
 
 import pytest
-from lineprofiler.render.text import render_text
 
 from lineprofiler import accounting
 from lineprofiler.accounting import Profiler, merge_run
+from lineprofiler.report.text import render_text
 from tests.helpers import quiet_profiler
 
 

@@ -254,6 +254,12 @@ def test_caveats_first_and_sampled_marks(tmp_path):
                      Ph(("iteration", "fast_op"), dist=[(100_000, 1000)], sample_every=100)],
         ),
     )  # fmt: skip
+    # a process alive from before the stale one started until now keeps both in one attempt
+    write_worker(
+        run_dir,
+        worker_doc(role="supervisor", pid=1200, host="node09", start_time=T0 - 800.0,
+                   written_at=T0 + 2.0, threads=[Ph(("watch",), dist=[(MS, 1)])]),
+    )  # fmt: skip
     out = tmp_path / "r.html"
     assert lp("report", run_dir, "--html", out, cwd=tmp_path).returncode == 0
     text = lp("report", run_dir, "--top", "0", cwd=tmp_path).stdout

@@ -101,7 +101,7 @@ def test_resources_keys_in_process(tmp_path):
     ]  # fmt: skip
     assert list(res["io"]) == [
         "read_bytes", "write_bytes", "read_chars", "write_chars", "page_cache_bytes",
-        "read_bytes_per_s", "write_bytes_per_s", "write_peak_bytes_per_s",
+        "read_bytes_per_s", "write_bytes_per_s", "read_peak_bytes_per_s", "write_peak_bytes_per_s",
         "write_sparkline_bytes", "no_phase_open_share", "intervals", "dropped_intervals",
         "own_write_bytes_excluded", "by_phase_sampled",
     ]  # fmt: skip

@@ -138,7 +138,7 @@ def test_io_memory_blocks_from_known_columns(tmp_path):
     assert spark.startswith("  write █") and len(doc_json["io"]["write_sparkline_bytes"]) == 40
     assert "LEARNER                 x1  max     2.0 GB" in text
     assert any(c.kind == "io_dropped" for c in merged.caveats)
-    assert "GPU" not in text.split("CAVEATS")[0].split("MEMORY")[1]
+    assert "GPU" not in text.split("MEMORY")[1].split("\n\n")[0]
 
 
 def test_gpu_block_busy_this_run_and_na(tmp_path):

@@ -96,7 +96,7 @@ def test_straggler_ratio_median_and_node_means(tmp_path):
     assert re.search(
         rf"node nodeb \(mean of 3\) +56\.7s +35\.8s +{node_ratio:.2f}x$", text, re.M
     ), text
-    assert "imbalance 2.50)" in text
+    assert "imbalance 2.50, busiest rank 4 (nodeb))" in text
 
 
 def test_nodes_with_equal_means_are_listed_by_name(tmp_path):
@@ -137,6 +137,7 @@ def test_counter_rates_over_phase_time_and_root_counters_over_lifetime(tmp_path)
         "count": 500,
         "rate_per_s": 50.0,
         "time_per_each_ns": 20_000_000,
+        "saturated": False,
     }
     (events,) = phase_of(doc, "actor", [])["counters"]
     assert events["count"] == 120
@@ -195,7 +196,12 @@ def test_a_superseded_attempt_counts_its_unreadable_files(tmp_path):
         write_worker(
             run,
             worker_doc(
-                role="a", pid=700 + k, run_id=old, start_time=T0 - 3600, threads=[Ph(("x",), [S])]
+                role="a",
+                pid=700 + k,
+                run_id=old,
+                start_time=T0 - 3600,
+                written_at=T0 - 1800,  # ended before the newer launch started
+                threads=[Ph(("x",), [S])],
             ),
         )
     write_worker(run, "{not json", name=f"w_{old}_702_deadbeef.json")
@@ -219,7 +225,13 @@ def test_counter_rates_are_rounded_to_three_decimals_and_null_without_time(tmp_p
     (step,) = phase_of(doc, "a", ["step"])["counters"]
     assert step["rate_per_s"] == 0.333 and step["time_per_each_ns"] == 3 * S
     (instant,) = phase_of(doc, "a", ["instant"])["counters"]
-    assert instant == {"name": "items", "count": 4, "rate_per_s": None, "time_per_each_ns": None}
+    assert instant == {
+        "name": "items",
+        "count": 4,
+        "rate_per_s": None,
+        "time_per_each_ns": None,
+        "saturated": False,
+    }
     assert re.search(r"^    \+ items +4 +n/a +n/a$", text, re.M), text
 
 

@@ -13,8 +13,8 @@ import tempfile
 from pathlib import Path
 
 from lineprofiler.report.cli_report import fail, internal_error
-from lineprofiler.report.gate import term
 from lineprofiler.report.merge import RunError
+from lineprofiler.report.units import terminal_safe as term
 
 HELP = "Export a run's sampled timeline (RSS, I/O, GPU, open phase) as a Perfetto/Chrome trace."
 EXAMPLES = """\

@@ -12,8 +12,8 @@ import sys
 import threading
 
 from lineprofiler.report.cli_report import fail, internal_error
-from lineprofiler.report.gate import term
 from lineprofiler.report.merge import RunError
+from lineprofiler.report.units import terminal_safe as term
 
 HELP = "Serve a run directory's phases as Prometheus metrics (one endpoint for the whole run)."
 EXAMPLES = """\
@@ -73,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
     except RunError as exc:
         return fail("serve", str(exc))
     except OSError as exc:
-        return fail("serve", f"cannot listen on {term(args.host)}:{args.port}: {exc.strerror}")
+        return fail("serve", f"cannot listen on {args.host}:{args.port}: {exc.strerror}")
     except Exception as exc:  # never a traceback on a user's terminal
         return internal_error("serve", exc)
     server = got[0] if isinstance(got, tuple) else None

@@ -18,7 +18,6 @@ from lineprofiler.report.gate import (
     check,
     gate_document,
     render_gate_text,
-    term,
 )
 from lineprofiler.report.model import MergedRun, Path_
 from lineprofiler.report.units import (
@@ -183,7 +182,7 @@ def render_compare_text(c: Comparison) -> str:
     out.append("COMPARE")
     for tag, run in (("A", c.a), ("B", c.b)):
         out.append(
-            f"{tag}  {term(run.run_dir)}   Run {term(run.run_id or '')}   Runtime {fmt_duration(run.runtime_ns)}"
+            f"{tag}  {run.run_dir}   Run {run.run_id or ''}   Runtime {fmt_duration(run.runtime_ns)}"
             f"   Processes {run.processes:,}"
         )
     for rd in c.roles:
@@ -193,14 +192,12 @@ def render_compare_text(c: Comparison) -> str:
         if rd.side != "both":
             only = "A" if rd.side == "a" else "B"
             n = max(na, nb)
-            out.append(
-                f"{term(rd.name.upper())}  only in {only} ({n} process{'' if n == 1 else 'es'})"
-            )
+            out.append(f"{rd.name.upper()}  only in {only} ({n} process{'' if n == 1 else 'es'})")
             out.append(RULE)
             continue
-        out.append(f"{term(rd.name.upper())}  (A {_procs(na)}, B {_procs(nb)})")
+        out.append(f"{rd.name.upper()}  (A {_procs(na)}, B {_procs(nb)})")
         out.append(RULE)
-        w = max([30] + [len(term(d.name)) + 2 for d in rd.phases])
+        w = max([30] + [len(d.name) + 2 for d in rd.phases])
         out.append(
             f"{'':<{w}}{'time A':>10}{'share A':>9}{'time B':>10}{'share B':>9}{'change':>9}"
             f"   p50 A -> B           p99 A -> B"
@@ -215,14 +212,14 @@ def render_compare_text(c: Comparison) -> str:
                     if d.side == "a"
                     else f"{'':>19}{fmt_duration(row.stats.time_ns):>10}{fmt_share(row.share):>9}"
                 )
-                out.append(f"{term(d.name):<{w}}{time_cols}   {only}")
+                out.append(f"{d.name:<{w}}{time_cols}   {only}")
                 continue
             assert d.a is not None and d.b is not None
             quant = ""
             if not (d.a.stats.thread_node or d.b.stats.thread_node):
                 quant = f"   {_shift(d.a.q(0.5), d.b.q(0.5)):<21}{_shift(d.a.q(0.99), d.b.q(0.99))}"
             out.append(
-                f"{term(d.name):<{w}}{fmt_duration(d.a.stats.time_ns):>10}{fmt_share(d.a.share):>9}"
+                f"{d.name:<{w}}{fmt_duration(d.a.stats.time_ns):>10}{fmt_share(d.a.share):>9}"
                 f"{fmt_duration(d.b.stats.time_ns):>10}{fmt_share(d.b.share):>9}"
                 f"{fmt_ratio(d.change):>9}{quant}"
             )
@@ -233,7 +230,7 @@ def render_compare_text(c: Comparison) -> str:
                     text = f"{fmt_rate(cd.rate_a)}   only in A"
                 else:
                     text = f"{fmt_rate(cd.rate_b)}   only in B"
-                out.append(f"    + {term(cd.name):<{w - 6}}{text}")
+                out.append(f"    + {cd.name:<{w - 6}}{text}")
         if rd.hidden:
             out.append(f"({rd.hidden} smaller phases present in both not shown; --top 0 shows all)")
     out += [

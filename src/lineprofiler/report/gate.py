@@ -147,13 +147,6 @@ def check(roles: list[tuple[str, RoleView, RoleView]], spec: GateSpec) -> GateRe
     return GateResult(spec, out, checked, unmatched)
 
 
-def term(text: str) -> str:
-    """A recorded name made safe to print: control characters shown as escapes."""
-    return "".join(
-        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
-    )
-
-
 def _fmt(metric: str, v: float) -> str:
     return fmt_share(v) if metric == "share" else fmt_duration(v)
 
@@ -178,12 +171,12 @@ def render_gate_text(g: GateResult) -> list[str]:
         ]
     n = len(g.regressions)
     out = [f"REGRESSIONS: {n} phase(s) whose {what} grew by more than {pct}"]
-    w = max(len(term(r.role)) for r in g.regressions) + 2
+    w = max(len(r.role) for r in g.regressions) + 2
     for r in g.regressions:
         mark = "~" if r.estimated else " "
         sampled = f"   (sampled: at least +{r.change_low * 100:.0f}%)" if r.estimated else ""
         out.append(
-            f"{term(r.role):<{w}}{mark}{term(r.phase)}   {_fmt(r.metric, r.base)} -> "
+            f"{r.role:<{w}}{mark}{r.phase}   {_fmt(r.metric, r.base)} -> "
             f"{_fmt(r.metric, r.new)}   +{r.change * 100:.0f}%{sampled}"
         )
     if any(r.estimated for r in g.regressions):

@@ -248,10 +248,26 @@ def _mark_stale(run: MergedRun, now: float | None = None) -> None:
             w.stale_s = behind
     if any(w.final for w in run.workers):
         return
+    here = os.uname().nodename
+    alive = [w for w in run.workers if not _gone(w, here)]
     since = max(0.0, now - newest)
-    if since <= max(stale_after_s(w) for w in run.workers):
+    if alive and since <= max(stale_after_s(w) for w in alive):
         run.live_s = since
-        for w in run.workers:
+        for w in alive:
             due = w.written_at + (w.snapshot_interval_s or 0.0) - now
             if w.paths == 0 and w.stale_s is None and w.snapshot_interval_s and due > -1.0:
                 w.next_write_s = max(0.0, due)
+
+
+def _gone(w: Worker, here: str) -> bool:
+    """Whether a worker that ran on this host has no process any more (killed before it closed).
+    Workers of other hosts cannot be checked from here: they count as alive."""
+    if w.host != here:
+        return False
+    try:
+        os.kill(w.pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # another user's process (EPERM): it exists
+        return False
+    return False
