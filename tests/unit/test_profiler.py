@@ -325,3 +325,14 @@ def test_second_install_warns_and_does_not_take_over(tmp_path):
         assert accounting.installed_profiler() is first
     finally:
         first.close()
+
+
+def test_pickling_a_profiler_says_how_a_child_joins(tmp_path):
+    import pickle
+
+    p = quiet_profiler(tmp_path)
+    try:
+        with pytest.raises(TypeError, match=r"build Profiler\(role=\.\.\.\) in the child"):
+            pickle.dumps(p)
+    finally:
+        p.close()

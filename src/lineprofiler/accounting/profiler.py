@@ -254,6 +254,15 @@ class Profiler(_core.PhaseFront):
 
     # -- lifecycle --
 
+    def __reduce__(self) -> Any:
+        # Passing a profiler to a spawned child (Process(args=(profiler,))) cannot work: say how
+        # a child joins instead of pickle's "cannot pickle 'Profiler' object".
+        raise TypeError(
+            "a Profiler cannot be sent to another process: build Profiler(role=...) in the "
+            "child instead; it joins this run through the LINEPROFILER_* environment variables "
+            "an enabled profiler exports"
+        )
+
     def __enter__(self) -> Profiler:
         return self
 

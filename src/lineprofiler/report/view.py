@@ -145,11 +145,13 @@ def role_view(role: Role, top: int = DEFAULT_TOP) -> RoleView:
     dominant += [r for r in ranked if r.path not in chosen and r.stats.counters][:top]
     if () in rows:
         dominant.append(rows[()])
-    iterations = max(
-        (r for p, r in rows.items() if p and p[-1] == ITERATION and r.stats.calls > 0),
-        key=lambda r: (r.stats.calls, [-len(r.path)]),
-        default=None,
-    )
+    # The loop's ITERATIONS block: a phase named "iteration", else the role's most-entered
+    # top-level phase (entered more than once), so every loop gets one.
+    named = [r for p, r in rows.items() if p and p[-1] == ITERATION and r.stats.calls > 0]
+    loops = named or [
+        r for p, r in rows.items() if len(p) == 1 and not r.stats.thread_node and r.stats.calls > 1
+    ]
+    iterations = max(loops, key=lambda r: (r.stats.calls, [-len(r.path)]), default=None)
     stragglers = []
     if role.processes > 1:
         for r in dominant[:STRAGGLER_PHASES]:
