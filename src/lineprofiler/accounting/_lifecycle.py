@@ -34,7 +34,7 @@ import threading
 import time
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lineprofiler.accounting import _identity
 from lineprofiler.accounting.export import DeltaCursor
@@ -47,8 +47,9 @@ from lineprofiler.runfile.layout import (
     worker_path,
 )
 
-if TYPE_CHECKING:
-    from lineprofiler.accounting.profiler import Profiler
+# An accounting.profiler.Profiler: annotated by name only, since profiler imports this module
+# (importing it back, even for type checking, would make the two a cycle).
+Profiler = Any
 
 
 # Signals whose default action terminates the process without running atexit: flush first.

@@ -14,6 +14,7 @@ import statistics
 from array import array
 from dataclasses import dataclass, field
 
+from lineprofiler.report.caveat import Caveat
 from lineprofiler.report.resource_model import RunResources
 from lineprofiler.runfile.stats import PhaseStats
 from lineprofiler.runfile.worker_doc import Path_, Worker
@@ -121,15 +122,6 @@ class Attempt:
     roles: dict[str, int] = field(default_factory=dict)
     overlapped: list[str] = field(default_factory=list)
     reported: bool = False
-
-
-@dataclass
-class Caveat:
-    """Something that makes the run less than complete; ``kind`` is a stable identifier."""
-
-    kind: str
-    message: str
-    workers: list[str] = field(default_factory=list)
 
 
 @dataclass

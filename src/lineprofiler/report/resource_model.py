@@ -6,12 +6,9 @@ Filled by ``report.resources`` while merging (``merge_run(with_samples=True)``);
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from lineprofiler.report.caveat import Caveat
 from lineprofiler.runfile.samples import NO_PHASE
-
-if TYPE_CHECKING:
-    from lineprofiler.report.model import Caveat
 
 SPARK_WIDTH = 40
 
