@@ -44,6 +44,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="trace code under DIR too (repeatable; site-packages folders included)",
     )
+    add_view_arguments(parser)
+    parser.add_argument("--json", metavar="PATH", help="also write the statistics as JSON")
+    parser.add_argument(
+        "--raw", action="store_true", help="do not subtract the tracer's calibrated cost"
+    )
+    parser.add_argument(
+        "--no-follow",
+        action="store_true",
+        help="do not trace child Python processes (multiprocessing, subprocess)",
+    )
+    parser.add_argument("target", nargs="?", help="the script to run, then its arguments")
+
+
+def add_view_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of what is printed, shared by ``run`` and ``show``: top, unit, ranking."""
     parser.add_argument("--top", type=int, default=30, metavar="N", help="lines to show (30)")
     parser.add_argument(
         "--min-time-us", type=float, default=0.0, metavar="US", help="hide faster lines"
@@ -63,16 +78,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--per-function", action="store_true", help="also print one table per function"
     )
-    parser.add_argument("--json", metavar="PATH", help="also write the statistics as JSON")
-    parser.add_argument(
-        "--raw", action="store_true", help="do not subtract the tracer's calibrated cost"
-    )
-    parser.add_argument(
-        "--no-follow",
-        action="store_true",
-        help="do not trace child Python processes (multiprocessing, subprocess)",
-    )
-    parser.add_argument("target", nargs="?", help="the script to run, then its arguments")
 
 
 def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:

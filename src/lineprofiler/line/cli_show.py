@@ -7,29 +7,14 @@ import argparse
 import json
 import sys
 
+from lineprofiler.line.cli_run import add_view_arguments
+
 HELP = "print a line profile saved with --json (or LineProfiler.dump_json) again"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE.json", help="the saved line profile")
-    parser.add_argument("--top", type=int, default=30, metavar="N", help="lines to show (30)")
-    parser.add_argument(
-        "--min-time-us", type=float, default=0.0, metavar="US", help="hide faster lines"
-    )
-    parser.add_argument(
-        "--by",
-        "--sort",
-        dest="sort",
-        choices=("time", "self", "hits", "line"),
-        default="time",
-        help="rank lines by time (with callees), self time, hits or line (default: time)",
-    )
-    parser.add_argument(
-        "--unit", choices=("ns", "us", "ms", "s"), default="us", help="time unit (default: us)"
-    )
-    parser.add_argument(
-        "--per-function", action="store_true", help="also print one table per function"
-    )
+    add_view_arguments(parser)
 
 
 def main(args: argparse.Namespace) -> int:
