@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from lineprofiler import _core
-from lineprofiler.accounting import _identity, _lifecycle, capabilities, torch_support
+from lineprofiler.accounting import _after_close, _identity, _lifecycle, capabilities, torch_support
 from lineprofiler.accounting.backends import Backend, BackendWindow, parse_backend, parse_window
 from lineprofiler.accounting.export import DeltaCursor, SnapshotCallback, SnapshotCallbacks
 from lineprofiler.runfile.layout import (
@@ -290,6 +290,7 @@ class Profiler(_core.PhaseFront):
             self._shut_down(write_final=True)
         finally:
             self._shutting_down = False
+            _after_close.mark_closed(self)  # the next phase()/count() warns, once
 
     def _retire(self) -> None:
         """Close without a trace: a forked child's inherited profiler, replaced before it recorded
@@ -398,6 +399,7 @@ class Profiler(_core.PhaseFront):
             "process_name": _identity.process_name(),
             "parent_role": self._parent_role,
             "pid": self.pid,
+            "process_start": _identity.own_process_start(),
             "ppid": os.getppid(),
             "host": _identity.real_host_name(),
             "host_dir": self.host,

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lineprofiler.report.cli_report import emit, fail, internal_error
+from lineprofiler.report.cli_report import ITERATION_HELP, emit, fail, internal_error
 from lineprofiler.report.merge import RunError, merge_run
 from lineprofiler.runfile.layout import ENV_PROFILE, ENV_ROLE, ENV_RUN_DIR, ENV_RUN_ID
 
@@ -43,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-samples", action="store_true", help="phases only: leave out the resource blocks"
     )
+    parser.add_argument("--iteration", metavar="NAME", help=ITERATION_HELP)
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
 
 
@@ -76,11 +77,11 @@ def main(args: argparse.Namespace) -> int:
         if args.json:
             from lineprofiler.report.json import render_json
 
-            out = render_json(run)
+            out = render_json(run, iteration=args.iteration)
         else:
             from lineprofiler.report.text import render_text
 
-            out = render_text(run)
+            out = render_text(run, iteration=args.iteration)
     except RunError as exc:
         fail(
             "record",

@@ -17,6 +17,19 @@ from lineprofiler.report.units import terminal_safe
 from lineprofiler.report.view import DEFAULT_TOP
 
 HELP = "Report a run directory: time by role and phase, stragglers, caveats."
+EXAMPLES = """\
+examples:
+  lineprofiler report profile/                     the report of a run directory
+  lineprofiler report profile/ --json              the same as data (CI gates, diffs)
+  lineprofiler report profile/ --html run.html     charts in one self-contained HTML file
+  lineprofiler report profile/ --iteration step    ITERATIONS from the phase named step
+  lineprofiler report profile/ --attempt all       every launch into the directory, summed
+"""
+ITERATION_HELP = (
+    "the loop's phase, whose entries the ITERATIONS block describes: a name (step) or a path "
+    "(train/step) (default: a phase named iteration, else each role's most-entered top-level "
+    "phase)"
+)
 ENV_DEBUG = "LINEPROFILER_DEBUG"
 
 
@@ -46,6 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="report this attempt instead of the newest (ids: lineprofiler attempts DIR); "
         "'all' sums every attempt",
     )
+    parser.add_argument("--iteration", metavar="NAME", help=ITERATION_HELP)
 
 
 def fail(prog: str, message: str) -> int:
@@ -87,7 +101,7 @@ def main(args: argparse.Namespace) -> int:
         if args.html:
             from lineprofiler.report.html import render_html
 
-            page = render_html(run, args.top)
+            page = render_html(run, args.top, iteration=args.iteration)
             try:
                 with open(args.html, "w", encoding="utf-8") as f:
                     f.write(page)
@@ -98,11 +112,11 @@ def main(args: argparse.Namespace) -> int:
         if args.json:
             from lineprofiler.report.json import render_json
 
-            out = render_json(run, args.top)
+            out = render_json(run, args.top, args.iteration)
         else:
             from lineprofiler.report.text import render_text
 
-            out = render_text(run, args.top)
+            out = render_text(run, args.top, args.iteration)
     except RunError as exc:
         return fail("report", str(exc))
     except Exception as exc:  # never a traceback on a user's terminal

@@ -212,7 +212,7 @@ def _phase_table(rv: RoleView) -> str:
             + _td(fmt_duration(r.q(0.99)), r.q(0.99))
             + "</tr>"
         )
-    head = ["phase", "time", "share", "self", "wait", "entries", "p50", "p95", "p99"]
+    head = ["phase", "time", "share", "self", "wait%", "entries", "p50", "p95", "p99"]
     return "<h3>Phases (click a column to sort)</h3>" + _table(head, rows)
 
 
@@ -387,11 +387,16 @@ def caveats_section(view: RunView) -> str:
     return f'<div class="caveats"><b>CAVEATS</b><ul>{items}</ul></div>'
 
 
-def render_html(run: MergedRun, top: int = DEFAULT_TOP, timeline_bins: int | None = None) -> str:
+def render_html(
+    run: MergedRun,
+    top: int = DEFAULT_TOP,
+    timeline_bins: int | None = None,
+    iteration: str | None = None,
+) -> str:
     """The HTML report of a merged run, as one self-contained document."""
-    view = run_view(run, top)
+    view = run_view(run, top, iteration)
     tl = build_timeline(run) if run.with_samples and timeline_bins != 0 else None
-    data = render_json(run, top).replace("<", "\\u003c").replace(">", "\\u003e")
+    data = render_json(run, top, iteration).replace("<", "\\u003c").replace(">", "\\u003e")
     data = data.replace("&", "\\u0026")
     title = f"lineprofiler report: {run.run_id or run.run_dir}"
     parts = [

@@ -87,7 +87,7 @@ def straggler_doc(s: Straggler) -> dict[str, Any]:
 
 def role_doc(rv: RoleView) -> dict[str, Any]:
     role = rv.role
-    busy = [w.busy_ns for w in role.workers]
+    busy = [b for _, b in role.process_busy_ns()]
     return {
         "role": role.name,
         "processes": role.processes,
@@ -153,9 +153,11 @@ def attempt_doc(a: Attempt) -> dict[str, Any]:
     }
 
 
-def to_document(run: MergedRun, top: int = DEFAULT_TOP) -> dict[str, Any]:
-    """The report as plain data (what ``--json`` prints)."""
-    view = run_view(run, top)
+def to_document(
+    run: MergedRun, top: int = DEFAULT_TOP, iteration: str | None = None
+) -> dict[str, Any]:
+    """The report as plain data (what ``--json`` prints); ``iteration`` as in ``role_view``."""
+    view = run_view(run, top, iteration)
     wall, cpu = clock_summary(run)
     doc: dict[str, Any] = {
         "format": REPORT_FORMAT,
@@ -203,5 +205,5 @@ def _sum_opt(values: list[int | None]) -> int | None:
     return sum(got) if got else None
 
 
-def render_json(run: MergedRun, top: int = DEFAULT_TOP) -> str:
-    return json.dumps(to_document(run, top), indent=2, allow_nan=False) + "\n"
+def render_json(run: MergedRun, top: int = DEFAULT_TOP, iteration: str | None = None) -> str:
+    return json.dumps(to_document(run, top, iteration), indent=2, allow_nan=False) + "\n"

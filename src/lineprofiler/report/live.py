@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from lineprofiler.report.merge import RunError, merge_run, stale_after_s
-from lineprofiler.report.model import MergedRun, Path_
+from lineprofiler.report.model import MergedRun, Path_, Worker
 from lineprofiler.report.parallel import ENV_JOBS
 from lineprofiler.report.timeline import recent
 from lineprofiler.report.units import NA, fmt_bytes, fmt_duration, fmt_share
@@ -75,6 +75,17 @@ def _rate(n: int, seconds: float) -> str:
     return NA if seconds <= 0 else f"{n / seconds:,.1f}/s"
 
 
+def _newest_per_process(workers: list[Worker]) -> list[Worker]:
+    """Each process's newest file: a process is alive, stale or finished as that one says (a
+    Pool worker may close one profiler per task and go on to the next)."""
+    newest: dict[tuple[str, int, str], Worker] = {}
+    for w in workers:
+        have = newest.get(w.process_key)
+        if have is None or w.written_at > have.written_at:
+            newest[w.process_key] = w
+    return list(newest.values())
+
+
 def frame(
     run: MergedRun,
     prev: Snapshot | None,
@@ -88,7 +99,7 @@ def frame(
     ``dt_s``: wall seconds since it."""
     cur = snapshot(run)
     runtime_s = run.runtime_ns / 1e9
-    ws = run.workers
+    ws = _newest_per_process(run.workers)
     fin = sum(w.final for w in ws)
     stale = sum(1 for w in ws if not w.final and now_unix - w.written_at > stale_after_s(w))
     ages = [max(0.0, now_unix - w.written_at) for w in ws if not w.final]
@@ -109,12 +120,13 @@ def frame(
         )
     for role in run.roles.values():
         lines.append("")
-        r_fin = sum(w.final for w in role.workers)
+        newest = _newest_per_process(role.workers)
+        r_fin = sum(w.final for w in newest)
         r_stale = sum(
-            1 for w in role.workers if not w.final and now_unix - w.written_at > stale_after_s(w)
+            1 for w in newest if not w.final and now_unix - w.written_at > stale_after_s(w)
         )
         r_ages = sorted(
-            (max(0.0, now_unix - w.written_at), w.label) for w in role.workers if not w.final
+            (max(0.0, now_unix - w.written_at), w.label) for w in newest if not w.final
         )
         word = "process" if role.processes == 1 else "processes"
         who = f"{role.processes:,} {word}: {role.processes - r_fin - r_stale} alive, "
@@ -135,8 +147,8 @@ def frame(
         nw = max([24] + [len("/".join(p)) + 2 for p in ranked])
         nw = min(nw, max(24, width - 62))
         lines.append(
-            f"  {'phase':<{nw}}{'last: time':>11}{'share':>7}{'wait':>6}"
-            f"{'total: time':>13}{'share':>7}{'wait':>6}"
+            f"  {'phase':<{nw}}{'last: time':>11}{'share':>7}{'wait%':>6}"
+            f"{'total: time':>13}{'share':>7}{'wait%':>6}"
         )
         for p in ranked:
             s, d = role.tree[p], deltas[p]

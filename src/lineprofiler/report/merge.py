@@ -145,6 +145,8 @@ def merge_run(
             role.path_ids = part.paths
         role.workers.append(w)
         role.times.append(fw.times)
+    for role in roles.values():
+        _count_processes_per_path(role)
     tree: dict[Path_, MergedPhase] = {}
     for role in roles.values():
         for path, stats in role.tree.items():
@@ -174,6 +176,31 @@ def merge_run(
     _mark_stale(run)
     run.caveats = run_caveats(run) + (run.samples.caveats if run.samples else [])
     return run
+
+
+def _count_processes_per_path(role: Role) -> None:
+    """Where one process wrote several files (a profiler per Pool task), a path's ``processes``
+    (files that recorded it, from the fold) counts that process once: each further file of one
+    process with time in the path is taken off (never below 1)."""
+    extra: dict[int, int] = {}  # path id -> files beyond a process's first with time in it
+    for g in role.process_groups():
+        if len(g) < 2:
+            continue
+        seen: dict[int, int] = {}
+        for i in g:
+            times = role.times[i] if i < len(role.times) else ()
+            for pid, t in enumerate(times):
+                if t:
+                    seen[pid] = seen.get(pid, 0) + 1
+        for pid, n in seen.items():
+            if n > 1:
+                extra[pid] = extra.get(pid, 0) + n - 1
+    if not extra:
+        return
+    for path, stats in role.tree.items():
+        pid = role.path_ids.get(path)
+        if pid is not None and pid in extra:
+            stats.processes = max(1, stats.processes - extra[pid])
 
 
 def _fold(root: Path, files: list[Path], with_samples: bool, jobs: int | None) -> Folded:

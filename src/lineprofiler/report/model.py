@@ -76,9 +76,31 @@ class Role:
         t = self.times[index] if index < len(self.times) else ()
         return t[i] if i is not None and i < len(t) else 0
 
+    def process_groups(self) -> list[list[int]]:
+        """Indices into ``workers`` grouped by the process that wrote them (``process_key``), in
+        order of each process's first file: several profilers built in one process (one per Pool
+        task, or one closed and another opened) are one process."""
+        groups: dict[tuple[str, int, str], list[int]] = {}
+        for i, w in enumerate(self.workers):
+            groups.setdefault(w.process_key, []).append(i)
+        return list(groups.values())
+
     @property
     def processes(self) -> int:
-        return len(self.workers)
+        """Distinct processes (host, pid, process start), not worker files."""
+        return len({w.process_key for w in self.workers})
+
+    def process_busy_ns(self) -> list[tuple[Worker, int]]:
+        """Each process's busy time (its files' top-level phases summed), with its first file's
+        worker as the one that names it."""
+        return [
+            (self.workers[g[0]], sum(self.workers[i].busy_ns for i in g))
+            for g in self.process_groups()
+        ]
+
+    def process_time_ns(self, group: list[int], path: Path_) -> int:
+        """Time of one process (a ``process_groups()`` entry) in ``path``, over its files."""
+        return sum(self.worker_time_ns(i, path) for i in group)
 
     @property
     def top_level_ns(self) -> int:
@@ -88,13 +110,13 @@ class Role:
     @property
     def busiest(self) -> Worker | None:
         """The process with the most busy time (None when all are idle)."""
-        best = max(self.workers, key=lambda w: w.busy_ns, default=None)
-        return best if best is not None and best.busy_ns > 0 else None
+        best = max(self.process_busy_ns(), key=lambda wb: wb[1], default=None)
+        return best[0] if best is not None and best[1] > 0 else None
 
     @property
     def imbalance(self) -> float | None:
         """Max over mean of the processes' busy time (1.00: perfectly even); None if all idle."""
-        busy = [w.busy_ns for w in self.workers]
+        busy = [b for _, b in self.process_busy_ns()]
         if not busy:
             return None
         mean = statistics.fmean(busy)
@@ -165,5 +187,7 @@ class MergedRun:
 
     @property
     def processes(self) -> int:
-        """Processes, counted by worker file (pids collide across nodes)."""
-        return len(self.workers)
+        """Distinct processes: by host, pid and the process's own start (``Worker.process_key``),
+        so pids colliding across nodes or reused on one stay apart, and several profilers in one
+        process count once."""
+        return len({w.process_key for w in self.workers})

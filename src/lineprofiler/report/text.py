@@ -142,7 +142,7 @@ def role_lines(rv: RoleView) -> list[str]:
 
 def dominant_lines(rv: RoleView) -> list[str]:
     w = _name_width([_row_name(r) for r in rv.dominant])
-    out = [f"{'DOMINANT PHASES':<{w}}{'self':>10}{'wait':>8}{'p50':>10}{'p99':>10}"]
+    out = [f"{'DOMINANT PHASES':<{w}}{'self':>10}{'wait%':>8}{'p50':>10}{'p99':>10}"]
     if rv.role.processes > 1:
         out[0] += f"   (summed over {rv.role.processes:,} processes)"
     for r in rv.dominant:
@@ -224,16 +224,40 @@ def straggler_lines(rv: RoleView) -> list[str]:
     return out
 
 
+# What the header's clock and own-writes words mean (docs/cpu-clock.md has the tiers' details).
+CLOCK_WORDS = {
+    "tsc": "tsc: the CPU's time-stamp counter",
+    "monotonic": "monotonic: the kernel's monotonic clock",
+    "exact": "exact: the kernel's thread-CPU clock read without a system call",
+    "anchored": (
+        "anchored: a user-space thread-CPU clock re-anchored to the system call, within 260us "
+        "of it per phase"
+    ),
+    "syscall": "syscall: the thread-CPU system call itself",
+}
+
+
 def legend_block(view: RunView) -> list[str]:
-    return textwrap.wrap(
+    run = view.run
+    wall, cpu = clock_summary(run)
+    words = [CLOCK_WORDS[k] for k in (*sorted(wall), *sorted(k for k in cpu if k)) if k in CLOCK_WORDS]
+    text = (
         "Times are summed over a role's processes; share is of the role's top-level time; "
-        "wait is the share of a phase's wall time spent off the CPU; imbalance is the max over "
+        "wait% is the share of a phase's wall time (not of its self time) spent off the CPU, "
+        "blocked or waiting to run; imbalance is the max over "
         "the mean of the role's per-process busy time; ratio is the slowest process's time in "
         "the phase over the median process's (for a node, the mean of its processes over the "
-        "median node's).",
-        WRAP,
-        break_on_hyphens=False,
+        "median node's)."
     )
+    if words:
+        text += " Clocks: the wall clock phases were timed with, then how thread CPU time (for "
+        text += "wait%) was read (" + "; ".join(words) + ")."
+    if any(w.own_write_bytes is not None for w in run.workers):
+        text += (
+            " Own writes: the bytes the profiler itself wrote (worker files, samples), already "
+            "left out of the I/O blocks."
+        )
+    return textwrap.wrap(text, WRAP, break_on_hyphens=False)
 
 
 def caveats_block(view: RunView) -> list[str]:
@@ -264,9 +288,10 @@ BLOCKS: tuple[tuple[str, Block], ...] = (
 )
 
 
-def render_text(run: MergedRun, top: int = DEFAULT_TOP) -> str:
-    """The text report of a merged run (with caveats, they come right after the header)."""
-    view = run_view(run, top)
+def render_text(run: MergedRun, top: int = DEFAULT_TOP, iteration: str | None = None) -> str:
+    """The text report of a merged run (with caveats, they come right after the header);
+    ``iteration`` names the loop's phase for the ITERATIONS blocks (see ``role_view``)."""
+    view = run_view(run, top, iteration)
     blocks = list(BLOCKS)
     if run.caveats:
         blocks.sort(key=lambda nb: {"header": 0, "caveats": 1}.get(nb[0], 2))

@@ -124,7 +124,10 @@ def _counters(stats: MergedPhase, time_ns: int) -> list[CounterRow]:
     return rows
 
 
-def role_view(role: Role, top: int = DEFAULT_TOP) -> RoleView:
+def role_view(role: Role, top: int = DEFAULT_TOP, iteration: str | None = None) -> RoleView:
+    """The role's derived rows. ``iteration``: the phase whose entries the ITERATIONS block
+    describes, by name (``step``) or path (``train/step``); None: a phase named ``iteration``,
+    else the role's most-entered top-level phase."""
     total = role.top_level_ns
     lifetime = sum(w.lifetime_ns for w in role.workers)
     rows: dict[Path_, PhaseRow] = {}
@@ -145,20 +148,15 @@ def role_view(role: Role, top: int = DEFAULT_TOP) -> RoleView:
     dominant += [r for r in ranked if r.path not in chosen and r.stats.counters][:top]
     if () in rows:
         dominant.append(rows[()])
-    # The loop's ITERATIONS block: a phase named "iteration", else the role's most-entered
-    # top-level phase (entered more than once), so every loop gets one.
-    named = [r for p, r in rows.items() if p and p[-1] == ITERATION and r.stats.calls > 0]
-    loops = named or [
-        r for p, r in rows.items() if len(p) == 1 and not r.stats.thread_node and r.stats.calls > 1
-    ]
-    iterations = max(loops, key=lambda r: (r.stats.calls, [-len(r.path)]), default=None)
+    iterations = _iteration_row(rows, iteration)
     stragglers = []
     if role.processes > 1:
         for r in dominant[:STRAGGLER_PHASES]:
             if not r.path:
                 continue
             times = [
-                WorkerTime(w, role.worker_time_ns(i, r.path)) for i, w in enumerate(role.workers)
+                WorkerTime(role.workers[g[0]], role.process_time_ns(g, r.path))
+                for g in role.process_groups()
             ]
             times.sort(key=lambda t: (-t.time_ns, t.worker.path))
             stragglers.append(Straggler(r.path, times))
@@ -166,8 +164,33 @@ def role_view(role: Role, top: int = DEFAULT_TOP) -> RoleView:
     return RoleView(role, rows, top_level, dominant, iterations, stragglers, lifetime, sampled)
 
 
-def run_view(run: MergedRun, top: int = DEFAULT_TOP) -> RunView:
-    return RunView(run, [role_view(r, top) for r in run.roles.values()], top)
+def _iteration_row(rows: dict[Path_, PhaseRow], iteration: str | None) -> PhaseRow | None:
+    """The loop's ITERATIONS row: the phase named ``iteration`` (a name, or a path joined with
+    ``/``) when given; else a phase named "iteration", else the role's most-entered top-level
+    phase (entered more than once), so every loop gets one. Among several paths of one name,
+    the most entered (then the shallowest)."""
+
+    def named(name: str) -> list[PhaseRow]:
+        return [
+            r
+            for p, r in rows.items()
+            if p and (p[-1] == name or "/".join(p) == name) and r.stats.calls > 0
+        ]
+
+    if iteration is not None:
+        loops = named(iteration)
+    else:
+        loops = named(ITERATION) or [
+            r
+            for p, r in rows.items()
+            if len(p) == 1 and not r.stats.thread_node and r.stats.calls > 1
+        ]
+    return max(loops, key=lambda r: (r.stats.calls, -len(r.path)), default=None)
+
+
+def run_view(run: MergedRun, top: int = DEFAULT_TOP, iteration: str | None = None) -> RunView:
+    """Every role's view; ``iteration`` as in :func:`role_view`."""
+    return RunView(run, [role_view(r, top, iteration) for r in run.roles.values()], top)
 
 
 def clock_summary(run: MergedRun) -> tuple[dict[str, int], dict[str | None, int]]:

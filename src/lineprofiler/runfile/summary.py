@@ -18,7 +18,7 @@ import msgspec
 from lineprofiler.runfile.worker_doc import Bucket, Int64, Ns, UnixTime
 
 SUMMARY_FORMAT = "lineprofiler-host-summary"
-SUMMARY_SCHEMA_VERSION = 1
+SUMMARY_SCHEMA_VERSION = 2  # 2: workers carry process_start
 SUMMARIES_DIR = "summaries"
 
 
@@ -80,6 +80,7 @@ class WorkerSum(msgspec.Struct, gc=False):
     out_of_order_exits: Ns = 0
     ppid: Ns | None = None
     process_name: str | None = None
+    process_start: str | None = None
     samples: Any = None
 
 

@@ -90,6 +90,7 @@ class _Meta(msgspec.Struct):
     signal_flush: Any = True  # False: built off the main thread (no flush on SIGTERM & co.)
     ppid: Annotated[int, msgspec.Meta(ge=0, le=2**31)] | None = None
     process_name: str | None = None
+    process_start: Any = None  # "<boot id>:<ticks since boot>": the process's own start
 
 
 class _Clock(msgspec.Struct):
@@ -177,6 +178,15 @@ class Worker:
     next_write_s: float | None = None
     ppid: int | None = None
     process_name: str | None = None  # multiprocessing's name, or "loader worker N" (torch)
+    # The process's own start ("<boot id>:<ticks since boot>"); None in files that predate it
+    process_start: str | None = None
+
+    @property
+    def process_key(self) -> tuple[str, int, str]:
+        """Which process wrote the file: (host, pid, the process's own start). Profilers built
+        one after another in one process (a Pool task each) share it; a pid reused on the host,
+        or the same pid on another host, does not. A file without the start is its own."""
+        return (self.host, self.pid, self.process_start or "file:" + self.path)
 
     @property
     def recorded_nothing(self) -> bool:
@@ -325,6 +335,7 @@ def read_worker(doc: WorkerDoc, rel: str, file: str = "") -> tuple[Worker, list[
         file=file,
         ppid=meta.ppid,
         process_name=meta.process_name,
+        process_start=_process_start(meta.process_start),
     )
     records, w.folded_entries, w.depth_overflow = _records(doc, thread_names, w.lifetime_ns)
     w.out_of_order_exits = sum(t.out_of_order_exits for t in doc.threads)
@@ -441,3 +452,10 @@ def _interval(value: Any) -> float | None:
 
 def _utc(unix_s: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(unix_s))
+
+
+def _process_start(value: Any) -> str | None:
+    """A worker's ``meta.process_start`` when it is a plausible one (short text), else None."""
+    if isinstance(value, str) and 0 < len(value) <= 80:
+        return value
+    return None
