@@ -22,6 +22,7 @@ import platform
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -84,12 +85,19 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
     _core.cpu_clock_reprobe(os.environ.get("LINEPROFILER_CPU_CLOCK", "auto"))
     with on_cpu.phase("skip", sample=1e-9):  # use up the one measured entry of that stride
         pass
+    # A closed profiler, past the one warning its first phase() gives: the C no-ops again.
+    closed = Profiler(run_dir=run_dir, enabled=True, measure_cpu=True, **quiet)
+    closed.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        closed.phase("x")
     g = {
         "_core": _core,
         "null": _core.PhaseFront(),  # unbound: phase() returns the no-op scope
         "off": off,
         "on_nocpu": on_nocpu,
         "on_cpu": on_cpu,
+        "closed": closed,
         "accounting": accounting,
         "py": PyPhaseTimer(),
         **{f"tier_{t}": p for t, p in tiers.items()},
@@ -130,6 +138,8 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
             g,
         ),
         "count()": ("on_cpu.count('x', 1)", g),
+        "phase() on a closed profiler, after its one warning": ("with closed.phase('x'): pass", g),
+        "count() on a closed profiler, after its one warning": ("closed.count('x', 1)", g),
         **{
             f"phase(), measure_cpu=True, cpu clock tier {tier}": (
                 f"with tier_{tier}.phase('x'): pass",

@@ -19,14 +19,14 @@ from tests.helpers import run_python
 # A fork Pool(4) whose task builds a Profiler of its own each time (enabled through the
 # environment the parent exported): closing one must not take the run away from the next.
 POOL_PER_TASK = """
-import multiprocessing as mp
+import multiprocessing as mp, os
 from lineprofiler.accounting import Profiler
 
 def task(i):
     with Profiler(role="task", snapshot_interval_s=None, sample_interval_s=None) as p:
         with p.phase("task"):
             p.count("items", i)
-    return i
+    return i, os.getpid()
 
 if __name__ == "__main__":
     prof = Profiler(run_dir="run", role="driver", enabled=True,
@@ -34,7 +34,7 @@ if __name__ == "__main__":
     with prof.phase("map"):
         with mp.get_context("fork").Pool(4) as pool:
             done = pool.map(task, range(64), chunksize=1)
-    print("done", len(done), sum(done))
+    print("done", len(done), sum(i for i, _ in done), "pids", len({pid for _, pid in done}))
     prof.close()
 """
 
@@ -42,8 +42,10 @@ if __name__ == "__main__":
 def test_fork_pool_with_a_profiler_per_task_records_every_task(tmp_path):
     out = run_python(POOL_PER_TASK, cwd=tmp_path, timeout=240).stdout
     assert "done 64 2016" in out
+    pids = int(out.split("pids", 1)[1].split()[0])  # the pool processes that ran a task
     run = merge_run(tmp_path / "run", with_samples=False)
-    assert run.roles["task"].processes == 64  # a worker file per task profiler
+    assert len(run.roles["task"].workers) == 64  # a worker file per task profiler
+    assert run.roles["task"].processes == pids  # counted once per process, not per file
     assert run.roles["task"].tree[("task",)].calls == 64
     assert run.roles["task"].tree[("task",)].counters == {"items": sum(range(64))}
     assert run.roles["driver"].processes == 1

@@ -125,9 +125,7 @@ def frame(
         r_stale = sum(
             1 for w in newest if not w.final and now_unix - w.written_at > stale_after_s(w)
         )
-        r_ages = sorted(
-            (max(0.0, now_unix - w.written_at), w.label) for w in newest if not w.final
-        )
+        r_ages = sorted((max(0.0, now_unix - w.written_at), w.label) for w in newest if not w.final)
         word = "process" if role.processes == 1 else "processes"
         who = f"{role.processes:,} {word}: {role.processes - r_fin - r_stale} alive, "
         who += f"{r_stale} stale, {r_fin} finished"

@@ -224,40 +224,42 @@ def straggler_lines(rv: RoleView) -> list[str]:
     return out
 
 
-# What the header's clock and own-writes words mean (docs/cpu-clock.md has the tiers' details).
+# What the header's clock words mean (docs/cpu-clock.md has the CPU clock tiers' details).
 CLOCK_WORDS = {
-    "tsc": "tsc: the CPU's time-stamp counter",
-    "monotonic": "monotonic: the kernel's monotonic clock",
-    "exact": "exact: the kernel's thread-CPU clock read without a system call",
+    "tsc": "wall tsc: phases timed with the CPU's time-stamp counter",
+    "monotonic": "wall monotonic: phases timed with the kernel's monotonic clock",
+    "exact": "cpu exact: thread CPU time (for wait%) read from the kernel's perf page, exactly",
     "anchored": (
-        "anchored: a user-space thread-CPU clock re-anchored to the system call, within 260us "
-        "of it per phase"
+        "cpu anchored: thread CPU time (for wait%) from a user-space clock anchored to the "
+        "system call, within 260us of it per phase (used on virtual machines)"
     ),
-    "syscall": "syscall: the thread-CPU system call itself",
+    "syscall": "cpu syscall: thread CPU time (for wait%) read by a system call per phase boundary",
 }
 
 
 def legend_block(view: RunView) -> list[str]:
     run = view.run
-    wall, cpu = clock_summary(run)
-    words = [CLOCK_WORDS[k] for k in (*sorted(wall), *sorted(k for k in cpu if k)) if k in CLOCK_WORDS]
-    text = (
+    out = textwrap.wrap(
         "Times are summed over a role's processes; share is of the role's top-level time; "
         "wait% is the share of a phase's wall time (not of its self time) spent off the CPU, "
-        "blocked or waiting to run; imbalance is the max over "
-        "the mean of the role's per-process busy time; ratio is the slowest process's time in "
-        "the phase over the median process's (for a node, the mean of its processes over the "
-        "median node's)."
+        "blocked or waiting to run; imbalance is the max over the mean of the role's per-process "
+        "busy time; ratio is the slowest process's time in the phase over the median process's "
+        "(for a node, the mean of its processes over the median node's).",
+        WRAP,
+        break_on_hyphens=False,
     )
-    if words:
-        text += " Clocks: the wall clock phases were timed with, then how thread CPU time (for "
-        text += "wait%) was read (" + "; ".join(words) + ")."
+    wall, cpu = clock_summary(run)
+    named = (*sorted(wall), *sorted(k for k in cpu if k))
+    words = [CLOCK_WORDS[k] for k in named if k in CLOCK_WORDS]  # a file may name any word
+    notes = ("Clocks: " + "; ".join(words) + ".") if words else ""
     if any(w.own_write_bytes is not None for w in run.workers):
-        text += (
+        notes += (
             " Own writes: the bytes the profiler itself wrote (worker files, samples), already "
             "left out of the I/O blocks."
         )
-    return textwrap.wrap(text, WRAP, break_on_hyphens=False)
+    if notes:
+        out += textwrap.wrap(notes.strip(), WRAP, break_on_hyphens=False)
+    return out
 
 
 def caveats_block(view: RunView) -> list[str]:
