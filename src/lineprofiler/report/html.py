@@ -220,8 +220,10 @@ def _heatmap(rv: RoleView) -> str:
     role = rv.role
     cols = [r for r in rv.dominant if r.path and not r.stats.thread_node][:HEATMAP_PHASES]
     names = [_name(r) for r in cols]
-    labels = [w.label for w in role.workers]
-    values = [[float(role.worker_time_ns(i, r.path)) for r in cols] for i in range(len(labels))]
+    groups = role.process_groups()  # a row per process, however many files it wrote
+    firsts = [role.workers[g[0]] for g in groups]
+    labels = [w.label for w in firsts]
+    values = [[float(role.process_time_ns(g, r.path)) for r in cols] for g in groups]
     medians = [statistics.median(v[j] for v in values) for j in range(len(cols))]
     out = [
         "<h3>Stragglers: each process's time per phase over the phase's median "
@@ -231,7 +233,7 @@ def _heatmap(rv: RoleView) -> str:
         # too many processes for one row each: the nodes (mean of their processes), then the
         # slowest processes (by their worst ratio to the median)
         by_host: dict[str, list[int]] = {}
-        for i, w in enumerate(role.workers):
+        for i, w in enumerate(firsts):
             by_host.setdefault(w.host, []).append(i)
         hosts = sorted(by_host)[:HEATMAP_ROWS]
         host_vals = [
