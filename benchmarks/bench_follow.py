@@ -4,7 +4,8 @@
 
 Each child is a fresh `python -c ...` started with the follow environment of a live
 ``_follow.Follow`` (what ``lineprofiler run`` sets up) and, interleaved, without it; best of
-N rounds, start-up included:
+N rounds of its wall time and of its CPU time (user + system, from wait4: steadier on a busy
+machine, but blind to sleeps), start-up included:
   * start-up only (``pass``);
   * out-of-project work: a json.dumps loop (C-heavy) and a pure-Python call-heavy function
     defined in a file outside the project (the worst case for a 3.11 trace function).
@@ -74,12 +75,20 @@ def _workloads(elsewhere: Path) -> dict[str, str]:
     }
 
 
-def _run(code: str, env: dict[str, str], cwd: Path | None = None) -> tuple[int, str]:
+def _run(code: str, env: dict[str, str], cwd: Path | None = None) -> tuple[int, int, str]:
+    """(wall ns, CPU ns (user + system) of the child, its stdout)."""
     t0 = time.perf_counter_ns()
-    proc = subprocess.run(
-        [sys.executable, "-c", code], env=env, cwd=cwd, check=True, capture_output=True, text=True
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], env=env, cwd=cwd, stdout=subprocess.PIPE, text=True
     )
-    return time.perf_counter_ns() - t0, proc.stdout
+    out = proc.stdout.read()
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter_ns() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc.stdout.close()
+    if proc.returncode != 0:
+        raise RuntimeError(f"child exited {proc.returncode}: {code!r}")
+    return wall, int((usage.ru_utime + usage.ru_stime) * 1e9), out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,12 +119,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"Python {results['python']} ({results['mechanism']})")
     print(
-        f"\n{'child process (best of rounds)':<32}{'not followed':>14}{'followed':>12}{'ratio':>8}"
+        f"\n{'child process (best of rounds)':<26}{'wall: not followed':>20}{'followed':>10}"
+        f"{'ratio':>8}{'CPU: not followed':>19}{'followed':>10}{'ratio':>8}"
     )
     for name, r in results["children"].items():
         print(
-            f"{name:<32}{r['plain_ns'] / 1e6:>11.1f} ms{r['followed_ns'] / 1e6:>9.1f} ms"
-            f"{r['ratio']:>7.2f}x"
+            f"{name:<26}{r['plain_ns'] / 1e6:>17.1f} ms{r['followed_ns'] / 1e6:>7.1f} ms"
+            f"{r['ratio']:>7.2f}x{r['plain_cpu_ns'] / 1e6:>16.1f} ms"
+            f"{r['followed_cpu_ns'] / 1e6:>7.1f} ms{r['cpu_ratio']:>7.2f}x"
         )
     print(
         f"\nadded ns per traced line event, loop({LOOP_N}): in this process "
@@ -127,19 +138,23 @@ def main(argv: list[str] | None = None) -> int:
 
 def _measure(rounds, root, elsewhere, plain_env, followed_env) -> dict:
     workloads = _workloads(elsewhere)
-    best: dict[tuple[str, str], int] = {}
+    best: dict[tuple[str, str, str], int] = {}
     envs = {"plain": plain_env, "followed": followed_env}
     for _ in range(rounds):
         for name, code in workloads.items():
             for variant, env in envs.items():
-                t, _out = _run(code, env)
-                key = (name, variant)
-                best[key] = min(best.get(key, t), t)
+                wall, cpu, _out = _run(code, env)
+                for clock, t in (("wall", wall), ("cpu", cpu)):
+                    key = (name, variant, clock)
+                    best[key] = min(best.get(key, t), t)
     children = {
         name: {
-            "plain_ns": best[(name, "plain")],
-            "followed_ns": best[(name, "followed")],
-            "ratio": best[(name, "followed")] / best[(name, "plain")],
+            "plain_ns": best[(name, "plain", "wall")],
+            "followed_ns": best[(name, "followed", "wall")],
+            "ratio": best[(name, "followed", "wall")] / best[(name, "plain", "wall")],
+            "plain_cpu_ns": best[(name, "plain", "cpu")],
+            "followed_cpu_ns": best[(name, "followed", "cpu")],
+            "cpu_ratio": best[(name, "followed", "cpu")] / best[(name, "plain", "cpu")],
         }
         for name in workloads
     }
@@ -147,7 +162,7 @@ def _measure(rounds, root, elsewhere, plain_env, followed_env) -> dict:
     inner: dict[str, int] = {}
     for _ in range(max(3, rounds // 3)):
         for variant, env in envs.items():
-            _t, out = _run(TIMED, env, cwd=root)
+            _wall, _cpu, out = _run(TIMED, env, cwd=root)
             inner[variant] = min(inner.get(variant, 1 << 62), int(out.split()[-1]))
     events = 2 * LOOP_N + 3  # the `for` line n+1 times, the body n times, the first and last
     return {

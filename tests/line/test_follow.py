@@ -171,3 +171,16 @@ def test_a_child_that_runs_nothing_in_scope_is_not_traced(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["processes"] == 2  # the parent and the child that imported tasks
     assert _lines(doc, "task")["total += i"] == 7
+
+
+def test_a_sitecustomize_of_the_users_still_runs_in_a_followed_child(tmp_path):
+    root = make_project(tmp_path)
+    user = tmp_path / "user_site"
+    user.mkdir()
+    (user / "sitecustomize.py").write_text("import builtins\nbuiltins.USER_SITECUSTOMIZE = 42\n")
+    (root / "main.py").write_text(
+        "import subprocess, sys\n"
+        "subprocess.run([sys.executable, '-c', 'print(\"user\", USER_SITECUSTOMIZE)'], check=True)\n"
+    )
+    proc = run_python(CLI, cwd=root, args=["run", "main.py"], env={"PYTHONPATH": str(user)})
+    assert "user 42" in proc.stdout

@@ -38,17 +38,20 @@ ENV = "LINEPROFILER_LINE_FOLLOW"
 _SITECUSTOMIZE = """\
 # Written by lineprofiler run (removed after the run): traces this Python child process.
 def _lineprofiler_follow():
-    import importlib.machinery, importlib.util, os, sys
+    import os, sys
     try:
         from lineprofiler.line import _follow
         _follow.start_child()
     except Exception as exc:  # never break the child's start-up
         sys.stderr.write(f"lineprofiler: not following this process: {exc!r}\\n")
+    # The sitecustomize this one shadows, if any, found and run with the import system's own
+    # (frozen, always loaded) machinery: importlib.util would cost the child's start-up.
     here = os.path.dirname(os.path.abspath(__file__))
     path = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
-    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
-    if spec is not None and spec.loader is not None:  # the sitecustomize this one shadows
-        module = importlib.util.module_from_spec(spec)
+    machinery = sys.modules["_frozen_importlib_external"]
+    spec = machinery.PathFinder.find_spec("sitecustomize", path)
+    if spec is not None and spec.loader is not None:
+        module = sys.modules["_frozen_importlib"].module_from_spec(spec)
         sys.modules["sitecustomize"] = module
         spec.loader.exec_module(module)
 
