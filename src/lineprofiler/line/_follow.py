@@ -82,6 +82,10 @@ class Follow:
         flag = "1" if profiler.subtract_overhead else "0"
         (self.dir / "config").write_text("\n".join([flag, *folders]) + "\n")
         (self.dir / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+        import py_compile
+
+        # compiled once here, not in every child (PYTHONDONTWRITEBYTECODE still reads a .pyc)
+        py_compile.compile(str(self.dir / "sitecustomize.py"), doraise=False, quiet=2)
         self._saved_env = {k: os.environ.get(k) for k in (ENV, "PYTHONPATH")}
         os.environ[ENV] = str(self.dir)
         old = os.environ.get("PYTHONPATH")
