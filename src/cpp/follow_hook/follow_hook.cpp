@@ -8,6 +8,7 @@
 //                     spawn and forkserver main modules), pytest's rewritten modules
 //   cpython.run_file  `python script.py` (the main script does not go through exec)
 //   code.__new__      a code object built by hand (cloudpickle's functions by value)
+// (a code object a C extension runs with PyEval_EvalCode, with no exec, is not seen)
 // and calls callback(filename) once per new file name until it returns True (it has started
 // the tracer); from then on the hook returns at its first test. Any other audit event costs a
 // pointer test and one character comparison. Audit hooks cannot be removed: only followed
