@@ -184,3 +184,21 @@ def test_a_sitecustomize_of_the_users_still_runs_in_a_followed_child(tmp_path):
     )
     proc = run_python(CLI, cwd=root, args=["run", "main.py"], env={"PYTHONPATH": str(user)})
     assert "user 42" in proc.stdout
+
+
+def test_a_child_under_another_tracer_says_so_once_and_runs(tmp_path):
+    root = make_project(tmp_path)
+    (root / "tasks.py").write_text(TASKS)
+    (root / "other.py").write_text("def f():\n    return 1\n")
+    child = (
+        "import sys\nsys.settrace(lambda *a: None)\n"
+        "import tasks, other\nprint('child', tasks.task(4) + other.f())\n"
+    )
+    (root / "main.py").write_text(
+        f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {child!r}], check=True)\n"
+    )
+    out = tmp_path / "o.json"
+    proc = run_python(CLI, cwd=root, args=["run", "--json", str(out), "main.py"])
+    assert "child 7" in proc.stdout
+    assert proc.stderr.count("lineprofiler: not following this process") == 1
+    assert json.loads(out.read_text())["processes"] == 1

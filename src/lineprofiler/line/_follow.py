@@ -204,14 +204,17 @@ def _wake(filename: str) -> bool:
     if _state.get("defer"):
         _state["pending"] = True  # the forkserver daemon: its children trace from the fork
         return True
-    _start_tracer(config, scope)
+    try:
+        _start_tracer(config, scope)
+    except Exception as exc:  # another tracer runs here (a debugger, coverage): say so, once
+        sys.stderr.write(f"lineprofiler: not following this process: {exc!r}\n")
     return True
 
 
 def _start_tracer(config: dict[str, Any], scope: Any) -> None:
     tracer = _ChildTracer(config, scope)
+    tracer.enable()  # raises when another tracer is installed
     _state["profiler"] = tracer
-    tracer.enable()
     _arm_exit()
     # A multiprocessing child woken before its Process._bootstrap (spawn and forkserver children
     # import the main module first) has its finalizers cleared there: re-arm after it.
