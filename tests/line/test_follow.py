@@ -1,10 +1,12 @@
-"""`lineprofiler run` follows child processes (multiprocessing spawn/fork, same-interpreter
-subprocesses) and merges their per-line stats; nothing is left behind."""
+"""`lineprofiler run` follows child processes (multiprocessing spawn/fork/forkserver,
+same-interpreter subprocesses) and merges their per-line stats; nothing is left behind; a child
+that runs nothing in scope is not traced at all."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
 
@@ -83,3 +85,120 @@ def test_no_follow(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["processes"] == 1
     assert not [f for f in doc["functions"] if f["function"] == "task"]
+
+
+def _lines(doc: dict, func: str) -> dict[str, int]:
+    (fn,) = [f for f in doc["functions"] if f["function"] == func]
+    return {row["source"].strip(): row["hits"] for row in fn["lines"] if row["hits"]}
+
+
+@pytest.mark.parametrize("preload", ["default", "tasks"])
+def test_forkserver_processes_and_pool_are_traced_and_merged(tmp_path, preload):
+    # The daemon traces nothing itself. Its children start tracing when they first import code
+    # in scope (the default: CPython 3.11-3.13 forkserver never preloads the main module), or at
+    # the fork when the daemon had imported code in scope (a preloaded module in the project).
+    root = make_project(tmp_path)
+    (root / "tasks.py").write_text(TASKS)
+    sizes, pool_tasks, init_n, parent_n = (11, 13, 17), [50] * 8, 3, 5
+    (root / "main.py").write_text(
+        "import multiprocessing as mp\n"
+        "import tasks\n"
+        "def init():\n"
+        f"    tasks.task({init_n})\n"
+        "if __name__ == '__main__':\n"
+        "    ctx = mp.get_context('forkserver')\n"
+        + ("    ctx.set_forkserver_preload(['tasks'])\n" if preload == "tasks" else "")
+        + f"    procs = [ctx.Process(target=tasks.task, args=(n,)) for n in {sizes!r}]\n"
+        "    for p in procs:\n"
+        "        p.start()\n"
+        "    for p in procs:\n"
+        "        p.join()\n"
+        "    pool = ctx.Pool(2, initializer=init)\n"
+        f"    print('results', pool.map(tasks.task, {pool_tasks!r}))\n"
+        "    pool.close()\n"
+        "    pool.join()\n"
+        f"    tasks.task({parent_n})\n"
+    )
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    out = tmp_path / "o.json"
+    proc = run_python(
+        CLI, cwd=root, args=["run", "--json", str(out), "main.py"], env={"TMPDIR": str(tmpdir)}
+    )
+    assert f"results {[50 * 49 // 2] * 8}" in proc.stdout
+    doc = json.loads(out.read_text())
+    calls = [*sizes, *pool_tasks, init_n, init_n, parent_n]  # each pool worker runs init once
+    task = _lines(doc, "task")
+    assert task["total += i"] == sum(calls)
+    assert task["for i in range(n):"] == sum(n + 1 for n in calls)
+    assert task["return total"] == len(calls)
+    assert _lines(doc, "init") == {f"tasks.task({init_n})": 2}
+    assert doc["processes"] == 1 + len(sizes) + 2  # the parent, 3 Processes, 2 pool workers
+    assert list(tmpdir.iterdir()) == []
+    assert "lineprofiler:" not in proc.stderr
+
+
+CHECK_TRACER = (
+    "import sys\n"
+    "from lineprofiler import _core\n"
+    "mon = getattr(sys, 'monitoring', None)\n"
+    "tools = [mon.get_tool(i) for i in range(6)] if mon else []\n"
+    "print('tracer', _core.line_tracer_active() is not None, sys.gettrace() is not None, "
+    "'lineprofiler' in tools)\n"
+)
+
+
+def test_a_child_that_runs_nothing_in_scope_is_not_traced(tmp_path):
+    # No tracer (settrace or sys.monitoring) until code in scope is about to run; a child that
+    # never runs any writes nothing and is not counted.
+    root = make_project(tmp_path)
+    (root / "tasks.py").write_text(TASKS)
+    (root / "main.py").write_text(
+        "import subprocess, sys\n"
+        f"check = {CHECK_TRACER!r}\n"
+        "subprocess.run([sys.executable, '-c', 'import json; json.dumps([1]); ' + check], "
+        "check=True)\n"
+        "late = check + 'import tasks\\ntasks.task(7)\\n' + check\n"
+        "subprocess.run([sys.executable, '-c', late], check=True)\n"
+    )
+    out = tmp_path / "o.json"
+    proc = run_python(CLI, cwd=root, args=["run", "--json", str(out), "main.py"])
+    lines = [line.split()[1:] for line in proc.stdout.splitlines() if line.startswith("tracer ")]
+    untraced = ["False", "False", "False"]
+    traced = ["True", "True" if sys.version_info < (3, 12) else "False"]
+    traced.append("False" if sys.version_info < (3, 12) else "True")
+    assert lines == [untraced, untraced, traced]
+    doc = json.loads(out.read_text())
+    assert doc["processes"] == 2  # the parent and the child that imported tasks
+    assert _lines(doc, "task")["total += i"] == 7
+
+
+def test_a_sitecustomize_of_the_users_still_runs_in_a_followed_child(tmp_path):
+    root = make_project(tmp_path)
+    user = tmp_path / "user_site"
+    user.mkdir()
+    (user / "sitecustomize.py").write_text("import builtins\nbuiltins.USER_SITECUSTOMIZE = 42\n")
+    (root / "main.py").write_text(
+        "import subprocess, sys\n"
+        "subprocess.run([sys.executable, '-c', 'print(\"user\", USER_SITECUSTOMIZE)'], check=True)\n"
+    )
+    proc = run_python(CLI, cwd=root, args=["run", "main.py"], env={"PYTHONPATH": str(user)})
+    assert "user 42" in proc.stdout
+
+
+def test_a_child_under_another_tracer_says_so_once_and_runs(tmp_path):
+    root = make_project(tmp_path)
+    (root / "tasks.py").write_text(TASKS)
+    (root / "other.py").write_text("def f():\n    return 1\n")
+    child = (
+        "import sys\nsys.settrace(lambda *a: None)\n"
+        "import tasks, other\nprint('child', tasks.task(4) + other.f())\n"
+    )
+    (root / "main.py").write_text(
+        f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {child!r}], check=True)\n"
+    )
+    out = tmp_path / "o.json"
+    proc = run_python(CLI, cwd=root, args=["run", "--json", str(out), "main.py"])
+    assert "child 7" in proc.stdout
+    assert proc.stderr.count("lineprofiler: not following this process") == 1
+    assert json.loads(out.read_text())["processes"] == 1

@@ -12,6 +12,7 @@ import pytest
 
 from lineprofiler import LineProfiler, _core
 
+from ..helpers import run_python
 from ._support import load_module, make_project
 
 PROJECT_SOURCE = """
@@ -114,6 +115,37 @@ def test_generator_first_advanced_in_block_gives_lines_to_a_later_tracer(mods):
     truth = _line_events(lambda: (next(fresh), next(fresh)), outside.__file__)
     assert truth  # the reference generator, never seen by the profiler, reports its lines
     assert later == truth
+
+
+def test_generators_closed_by_their_deallocation_in_the_block_are_safe(tmp_path):
+    # A suspended generator deallocated in the block is closed: it resumes (a call event) after
+    # its weak references were cleared. 3.11 used to remember such a frame by a new weak
+    # reference, left dangling; list item arrays reusing the freed memory made disable() crash.
+    root = make_project(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "ext.py").write_text(OUTSIDE_SOURCE)
+    code = f"""
+        import sys
+        sys.path.insert(0, {str(outside)!r})
+        import ext
+        from lineprofiler import LineProfiler
+
+        profiler = LineProfiler({str(root)!r})
+        gens = [ext.gen(10) for _ in range(300)]
+        for g in gens:
+            next(g)  # advanced before the block: no frame object yet
+        keep = []
+        with profiler:
+            while gens:
+                gens.pop()
+                keep.extend(list(range(k)) for k in range(8, 40))
+        g = ext.gen(3)
+        print("after", list(g), sys.gettrace())
+    """
+    proc = run_python(code, cwd=tmp_path, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "after [0, 2, 4] None" in proc.stdout
 
 
 def test_running_out_of_project_frame_gets_its_lines_back(mods):

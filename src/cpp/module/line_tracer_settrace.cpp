@@ -1,8 +1,10 @@
 // module/line_tracer_settrace.cpp: the 3.11 hooks (one C trace function, PyEval_SetTrace).
 //
 // Frames of code outside the project get f_trace_lines = 0 at their call event, so they cost only
-// call/return; at disable every such frame that can still run (on a thread's stack, or a suspended
-// generator) gets f_trace_lines back, so a tracer started later sees its lines. Every thread is
+// call/return; their return event (or yield) gives it back, and at disable so does every such frame
+// still on a thread's stack, so a tracer started later sees their lines. (Remembering suspended
+// generators instead, by weak reference, is unsafe: a generator closed by its deallocation resumes
+// after its weak references were cleared, and one made then outlives it.) Every thread is
 // traced: those running at enable through _PyEval_SetTrace, those started in the block through
 // threading.settrace (g_thread_hook_def). At disable the function is removed from every thread.
 #include <algorithm>
@@ -73,60 +75,16 @@ bool trace_lines_on(PyFrameObject* frame) {
   return on != 0;
 }
 
-// Drops the dead weak references of t->foreign_gens.
-void sweep_gens(Tracer* t) {
-  size_t kept = 0;
-  for (PyObject* ref : t->foreign_gens) {
-    if (PyWeakref_GetObject(ref) == Py_None) {
-      Py_DECREF(ref);
-    } else {
-      t->foreign_gens[kept++] = ref;
-    }
-  }
-  t->foreign_gens.resize(kept);
-  t->gens_sweep_at = std::max<size_t>(256, 2 * kept);
-}
-
-// Turns line events off in a frame of out-of-project code. A generator's frame outlives the call
-// (and the block): it is remembered so that disable() can turn its lines back on.
-void lines_off(Tracer* t, PyFrameObject* frame, const CodeInfo* info) {
-  if (!trace_lines_on(frame)) return;  // an earlier resumption of this generator did it
+// Turns line events off in a frame of out-of-project code (its return event, or a yield, turns
+// them back on: a suspended generator never keeps them off, so nothing has to be remembered).
+void lines_off(PyFrameObject* frame) {
   set_trace_lines(frame, false);
-  if (!info->generator_like) return;
-  SavedError saved;
-  PyObject* gen = PyFrame_GetGenerator(frame);  // new reference, or nullptr
-  PyObject* ref = gen ? PyWeakref_NewRef(gen, nullptr) : nullptr;
-  Py_XDECREF(gen);
-  if (!ref) {
-    PyErr_Clear();
-    return;
-  }
-  t->foreign_gens.push_back(ref);
-  if (t->foreign_gens.size() >= t->gens_sweep_at) sweep_gens(t);
 }
 
-// Gives f_trace_lines back to every frame of out-of-project code that can still run: frames on
-// any thread's stack, and the suspended generators remembered by lines_off().
+// Gives f_trace_lines back to every frame of out-of-project code on any thread's stack (the only
+// frames that can have it off: see lines_off()).
 void restore_trace_lines(Tracer* t) {
   SavedError saved;
-  for (PyObject* ref : t->foreign_gens) {
-    PyObject* gen = PyWeakref_GetObject(ref);  // borrowed
-    if (gen && gen != Py_None) {
-      for (const char* attr : {"gi_frame", "cr_frame", "ag_frame"}) {
-        PyObject* frame = PyObject_GetAttrString(gen, attr);
-        if (!frame) {
-          PyErr_Clear();
-          continue;
-        }
-        if (PyFrame_Check(frame)) set_trace_lines(reinterpret_cast<PyFrameObject*>(frame), true);
-        Py_DECREF(frame);
-        break;
-      }
-    }
-    Py_DECREF(ref);
-  }
-  t->foreign_gens.clear();
-  t->gens_sweep_at = 256;
   for (PyThreadState* ts = PyInterpreterState_ThreadHead(PyInterpreterState_Get()); ts;
        ts = PyThreadState_Next(ts)) {
     PyFrameObject* frame = PyThreadState_GetFrame(ts);  // new reference, or nullptr
@@ -153,7 +111,7 @@ int lazy_line(Tracer* t, ThreadStack* ts, PyFrameObject* frame) {
   CodeInfo* info = lookup(t, frame_code(frame));
   if (!info->traced) {
     ts->events.lines--;
-    lines_off(t, frame, info);
+    lines_off(frame);
     return 0;
   }
   uint64_t now = lp::wall_ticks();  // after lookup: a first decision may have been slow
@@ -182,7 +140,7 @@ int legacy_trace(PyObject*, PyFrameObject* frame, int what, PyObject*) {
       uint64_t now = lp::wall_ticks();
       if (!info->traced) {
         ts->events.foreign++;
-        lines_off(t, frame, info);
+        lines_off(frame);
         return 0;
       }
       ts->events.calls++;
@@ -199,6 +157,9 @@ int legacy_trace(PyObject*, PyFrameObject* frame, int what, PyObject*) {
       if (!ts->frames.empty() && ts->frames.back().key == frame) {
         charge(ts, ts->frames.back(), lp::wall_ticks());
         ts->frames.pop_back();
+      } else if (!trace_lines_on(frame)) {
+        // An out-of-project frame leaves (a generator may resume after the block): lines back on.
+        set_trace_lines(frame, true);
       }
       return 0;
     }

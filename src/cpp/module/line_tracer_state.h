@@ -134,10 +134,6 @@ struct Tracer {
   // Gaps, counted since the last clear() (3.11; always 0 on sys.monitoring):
   uint64_t displacements = 0;    // another trace function replaced ours and then gave it back
   uint64_t threads_skipped = 0;  // threads running another trace function at enable (untraced)
-  // 3.11: weak references to out-of-project generators (and coroutines) whose frame we gave
-  // f_trace_lines = 0; restored at disable. Dead entries are swept when the list doubles.
-  std::vector<PyObject*> foreign_gens;
-  size_t gens_sweep_at = 256;
 };
 
 /// Saves the error indicator for its lifetime and restores it at the end (discarding any error

@@ -9,7 +9,7 @@ starts its tracer without loading the printers and the report code.
 
 from __future__ import annotations
 
-import importlib
+import sys
 
 _WHERE = {
     "FunctionStats": "lineprofiler.line.stats",
@@ -27,4 +27,5 @@ def __getattr__(name: str) -> object:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'lineprofiler.line' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    __import__(module)  # (not importlib: a followed child's start-up skips importing it)
+    return getattr(sys.modules[module], name)

@@ -4,12 +4,17 @@ The parent (``Follow``) makes a private directory (mode 0700) holding ``config``
 scope) and a ``sitecustomize.py``, and puts both in the environment: LINEPROFILER_LINE_FOLLOW
 names the directory and PYTHONPATH starts with it. A Python process started with the same
 interpreter (``subprocess``, multiprocessing's spawn and forkserver) imports that
-sitecustomize at start-up, which starts a LineProfiler with the parent's scope (then runs the
-sitecustomize it shadows, if any). A forked child (multiprocessing's fork, os.fork) keeps the
-tracer it inherited and forgets the parent's statistics. Each child writes its statistics as
-``child_<pid>_<random>.json`` into the directory when it exits (atexit, multiprocessing's exit
-finalizers, SIGTERM from ``Pool.terminate``); the parent merges them and removes the directory,
-so nothing is left behind. A child that ends with os._exit() or SIGKILL is not counted.
+sitecustomize at start-up, which arms a wake-up call (then runs the sitecustomize it shadows, if
+any): the child starts a tracer with the parent's scope only when code from a file in scope is
+about to run (``_follow_hook``, an audit hook on exec/run_file), so a child that never runs
+such code runs untraced and writes nothing. A forked child (multiprocessing's fork, os.fork)
+keeps the tracer it inherited and forgets the parent's statistics. The forkserver daemon traces
+nothing itself: the children it forks start tracing at the fork when the daemon had imported
+code in scope (its preloaded main module), else when they first run such code. Each child
+writes its statistics as ``child_<pid>_<random>.json`` into the directory when it exits
+(atexit, multiprocessing's exit finalizers, SIGTERM from ``Pool.terminate``); the parent merges
+them and removes the directory, so nothing is left behind. A child that ends with os._exit() or
+SIGKILL is not counted.
 """
 
 from __future__ import annotations
@@ -33,17 +38,20 @@ ENV = "LINEPROFILER_LINE_FOLLOW"
 _SITECUSTOMIZE = """\
 # Written by lineprofiler run (removed after the run): traces this Python child process.
 def _lineprofiler_follow():
-    import importlib.machinery, importlib.util, os, sys
+    import os, sys
     try:
         from lineprofiler.line import _follow
         _follow.start_child()
     except Exception as exc:  # never break the child's start-up
         sys.stderr.write(f"lineprofiler: not following this process: {exc!r}\\n")
+    # The sitecustomize this one shadows, if any, found and run with the import system's own
+    # (frozen, always loaded) machinery: importlib.util would cost the child's start-up.
     here = os.path.dirname(os.path.abspath(__file__))
     path = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
-    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
-    if spec is not None and spec.loader is not None:  # the sitecustomize this one shadows
-        module = importlib.util.module_from_spec(spec)
+    machinery = sys.modules["_frozen_importlib_external"]
+    spec = machinery.PathFinder.find_spec("sitecustomize", path)
+    if spec is not None and spec.loader is not None:
+        module = sys.modules["_frozen_importlib"].module_from_spec(spec)
         sys.modules["sitecustomize"] = module
         spec.loader.exec_module(module)
 
@@ -74,6 +82,10 @@ class Follow:
         flag = "1" if profiler.subtract_overhead else "0"
         (self.dir / "config").write_text("\n".join([flag, *folders]) + "\n")
         (self.dir / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+        import py_compile
+
+        # compiled once here, not in every child (PYTHONDONTWRITEBYTECODE still reads a .pyc)
+        py_compile.compile(str(self.dir / "sitecustomize.py"), doraise=False, quiet=2)
         self._saved_env = {k: os.environ.get(k) for k in (ENV, "PYTHONPATH")}
         os.environ[ENV] = str(self.dir)
         old = os.environ.get("PYTHONPATH")
@@ -104,17 +116,13 @@ class Follow:
 
 
 class _ChildTracer:
-    """A child's tracer, started with only _core and the scope loaded (start-up stays cheap);
-    the LineProfiler that reports it is built at exit, and only if it traced something."""
+    """A child's tracer (over a ProjectScope), started with only _core and the scope loaded; the
+    LineProfiler that reports it is built at exit, and only if it traced something."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], scope: Any) -> None:
         from lineprofiler import _core
-        from lineprofiler.line._scope import ProjectScope
 
         self.config = config
-        folder = os.path.realpath(config["project_folder"])
-        paths = [os.path.realpath(p) for p in config.get("paths") or ()]
-        scope = ProjectScope(folder, extra=paths)
         self._core = _core
         self._tracer = _core.LineTracer(scope, scope.key)
 
@@ -155,18 +163,80 @@ class _ChildTracer:
 
 
 def start_child() -> None:
-    """In a child started with LINEPROFILER_LINE_FOLLOW: trace it with the parent's scope."""
+    """In a child started with LINEPROFILER_LINE_FOLLOW: trace it with the parent's scope, from
+    the moment code from a file in scope is about to run (``_wake``). Until then the child runs
+    with no tracer at all: a process that never runs code in scope pays only this start-up."""
     folder = os.environ.get(ENV)
     if not folder or _state:
         return
     with open(os.path.join(folder, "config")) as f:
         flag, project, *paths = f.read().splitlines()
     config = {"project_folder": project, "paths": paths, "subtract_overhead": flag == "1"}
-    tracer = _ChildTracer(config)
-    _state.update(profiler=tracer, dir=folder, parent=False)
-    tracer.enable()
+    _state.update(dir=folder, parent=False, config=config)
+    if _is_forkserver_daemon():
+        _state["defer"] = True  # wake its children at the fork instead (_after_fork_in_child)
+        _register_fork_hook()
+    from lineprofiler import _follow_hook
+
+    _follow_hook.arm(_wake)
+
+
+def _is_forkserver_daemon() -> bool:
+    argv = getattr(sys, "orig_argv", ())
+    return any(a.startswith("from multiprocessing.forkserver import main") for a in argv)
+
+
+def _wake(filename: str) -> bool:
+    """Called by _follow_hook's audit hook before code from ``filename`` first runs here: starts
+    the tracer and returns True when the file is in scope; False keeps waiting."""
+    config = _state.get("config")
+    if config is None or _state.get("profiler") is not None:
+        return True  # nothing to follow, or already tracing: disarm
+    if not _may_be_in_scope(filename, config):
+        return False
+    scope = _state.get("scope")
+    if scope is None:
+        from lineprofiler.line._scope import ProjectScope
+
+        scope = _state["scope"] = ProjectScope(config["project_folder"], extra=config["paths"])
+    if not scope(filename):
+        return False
+    if _state.get("defer"):
+        _state["pending"] = True  # the forkserver daemon: its children trace from the fork
+        return True
+    try:
+        _start_tracer(config, scope)
+    except Exception as exc:  # another tracer runs here (a debugger, coverage): say so, once
+        sys.stderr.write(f"lineprofiler: not following this process: {exc!r}\n")
+    return True
+
+
+def _start_tracer(config: dict[str, Any], scope: Any) -> None:
+    tracer = _ChildTracer(config, scope)
+    tracer.enable()  # raises when another tracer is installed
+    _state["profiler"] = tracer
     _arm_exit()
+    # A multiprocessing child woken before its Process._bootstrap (spawn and forkserver children
+    # import the main module first) has its finalizers cleared there: re-arm after it.
+    _rearm_finalizer()
     _register_fork_hook()
+
+
+def _may_be_in_scope(filename: str, config: dict[str, Any]) -> bool:
+    """A cheap test that never says no to a file in scope: its folder (symlinks resolved) lies
+    under the project folder or an extra path, or the file itself is a symbolic link."""
+    if not filename or filename.startswith("<"):
+        return False
+    roots = _state.get("roots")
+    if roots is None:
+        folders = [config["project_folder"], *config["paths"]]
+        roots = _state["roots"] = [os.path.realpath(p).rstrip(os.sep) + os.sep for p in folders]
+    dirs = _state.setdefault("dirs", {})
+    folder = os.path.dirname(os.path.abspath(filename))
+    real = dirs.get(folder)
+    if real is None:
+        real = dirs[folder] = os.path.realpath(folder) + os.sep
+    return any(real.startswith(root) for root in roots) or os.path.islink(filename)
 
 
 def _arm_exit() -> None:
@@ -220,6 +290,9 @@ def finish_child() -> None:
 
 
 def _after_fork_in_child() -> None:
+    if _state.pop("defer", False) and _state.pop("pending", False):
+        _start_tracer(_state["config"], _state["scope"])  # forked by the forkserver daemon
+        return
     profiler = _state.get("profiler")
     if profiler is None or not profiler.active:
         return
@@ -227,6 +300,10 @@ def _after_fork_in_child() -> None:
     _state["parent"] = False
     _state.pop("written", None)
     _arm_exit()
+    _rearm_finalizer()
+
+
+def _rearm_finalizer() -> None:
     mp_util = sys.modules.get("multiprocessing.util")
     if mp_util is not None:  # multiprocessing clears its finalizers in the child: re-arm after
         mp_util.register_after_fork(

@@ -1,0 +1,6 @@
+# Type stub of lineprofiler._follow_hook (src/cpp/follow_hook/follow_hook.cpp): a followed
+# child's wake-up audit hook (lineprofiler.line._follow).
+from collections.abc import Callable
+
+def arm(callback: Callable[[str], bool] | None) -> None: ...
+def armed() -> bool: ...
