@@ -1,0 +1,184 @@
+// module/phase_args.cpp: the general (any-arguments) paths of phase() and count(), and their
+// keyword parsing.
+#include <cmath>
+#include <cstdint>
+
+#include "module/recorder_object.h"
+
+namespace lp_module {
+namespace {
+
+PyObject* g_kw_io = nullptr;  // interned keyword names of phase()
+PyObject* g_kw_sync = nullptr;
+PyObject* g_kw_sample = nullptr;
+PyObject* g_kw_name = nullptr;
+
+// Stride of sample=rate: 1 entry in round(1/rate); None or 1.0 measure every entry.
+bool parse_sample(PyObject* rate_obj, uint32_t* every) {
+  *every = 1;
+  if (rate_obj == Py_None) return true;
+  double rate =
+      PyFloat_CheckExact(rate_obj) ? PyFloat_AS_DOUBLE(rate_obj) : PyFloat_AsDouble(rate_obj);
+  if (rate == -1.0 && PyErr_Occurred()) return false;
+  if (!(rate > 0.0 && rate <= 1.0)) {
+    PyErr_Format(PyExc_ValueError,
+                 "phase() sample must be a rate in (0, 1] (0.01 measures 1 entry in 100), got %R",
+                 rate_obj);
+    return false;
+  }
+  double n = std::nearbyint(1.0 / rate);
+  *every = n >= double(UINT32_MAX) ? UINT32_MAX : n < 1.0 ? 1u : uint32_t(n);
+  return true;
+}
+
+// Parses phase(name, io=False, sync=False, sample=None) into flags and a sampling stride.
+// Returns false with an exception set on a bad call.
+bool parse_phase_options(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+                         PyObject** name, uint32_t* flags, uint32_t* sample_every) {
+  static const char* const kNames[] = {"name", "io", "sync", "sample"};
+  PyObject* values[4] = {nullptr, nullptr, nullptr, nullptr};
+  if (nargs > 4) {
+    PyErr_SetString(PyExc_TypeError, "phase() takes at most 4 arguments");
+    return false;
+  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) values[i] = args[i];
+  if (kwnames) {
+    Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0; k < nkw; ++k) {
+      PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+      int slot = key == g_kw_sample ? 3 : key == g_kw_io ? 1 : key == g_kw_sync ? 2 : -1;
+      for (int j = 0; slot < 0 && j < 4; ++j) {
+        if (PyUnicode_CompareWithASCIIString(key, kNames[j]) == 0) slot = j;
+      }
+      if (slot < 0 || values[slot]) {
+        PyErr_Format(PyExc_TypeError, "phase() got an unexpected or repeated keyword argument %R",
+                     key);
+        return false;
+      }
+      values[slot] = args[nargs + k];
+    }
+  }
+  if (!values[0]) {
+    PyErr_SetString(PyExc_TypeError, "phase() missing required argument 'name'");
+    return false;
+  }
+  *name = values[0];
+  *flags = 0;
+  if (values[1] && PyObject_IsTrue(values[1]) == 1) *flags |= kScopeIo;
+  if (values[2] && PyObject_IsTrue(values[2]) == 1) *flags |= kScopeSync;
+  return !values[3] || parse_sample(values[3], sample_every);
+}
+
+// An int's value; false with OverflowError set when it does not fit a 64-bit counter.
+inline bool int64_of(PyObject* int_obj, int64_t* n) {
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(int_obj, &overflow);
+  if (overflow) {
+    PyErr_Format(PyExc_OverflowError,
+                 "count() n=%R does not fit a 64-bit counter (-2**63 <= n < 2**63); a counter "
+                 "whose sum leaves that range saturates and is marked in the report",
+                 int_obj);
+    return false;
+  }
+  if (v == -1 && PyErr_Occurred()) return false;
+  *n = int64_t(v);
+  return true;
+}
+
+// Converts count()'s n; floats are refused (the spec's one deliberate raise).
+bool parse_count_n(PyObject* n_obj, int64_t* n) {
+  if (PyLong_CheckExact(n_obj)) return int64_of(n_obj, n);
+  if (PyFloat_Check(n_obj)) {
+    PyErr_Format(PyExc_TypeError,
+                 "count() takes an integer n, got float %R: a counter counts events, so pass an "
+                 "int (round it yourself if that is what you mean)",
+                 n_obj);
+    return false;
+  }
+  PyObject* index = PyNumber_Index(n_obj);
+  if (!index) return false;
+  bool ok = int64_of(index, n);
+  Py_DECREF(index);
+  return ok;
+}
+
+bool parse_count_args(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObject** name,
+                      int64_t* n) {
+  PyObject* values[2] = {nullptr, nullptr};
+  if (nargs > 2) {
+    PyErr_SetString(PyExc_TypeError, "count() takes at most 2 arguments (name, n=1)");
+    return false;
+  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) values[i] = args[i];
+  if (kwnames) {
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); ++k) {
+      PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+      int slot = PyUnicode_CompareWithASCIIString(key, "name") == 0 ? 0
+                 : PyUnicode_CompareWithASCIIString(key, "n") == 0  ? 1
+                                                                    : -1;
+      if (slot < 0 || values[slot]) {
+        PyErr_Format(PyExc_TypeError, "count() got an unexpected or repeated keyword argument %R",
+                     key);
+        return false;
+      }
+      values[slot] = args[nargs + k];
+    }
+  }
+  if (!values[0]) {
+    PyErr_SetString(PyExc_TypeError, "count() missing required argument 'name'");
+    return false;
+  }
+  *name = values[0];
+  *n = 1;
+  return !values[1] || parse_count_n(values[1], n);
+}
+
+}  // namespace
+
+// Python code may run here (an option's __float__, a name's __str__, a name-shape warning) and
+// drop the reference the caller borrowed r through (a front's, or the installed one), so r is held
+// until it is done.
+LP_COLD PyObject* make_scope_holding(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
+                                     PyObject* kwnames) {
+  Py_INCREF(r);
+  PyObject* out = nullptr;
+  uint32_t flags = 0, sample_every = 1, id;
+  PyObject* name = nargs ? args[0] : nullptr;
+  if ((nargs == 1 && !kwnames) ||
+      parse_phase_options(args, nargs, kwnames, &name, &flags, &sample_every)) {
+    if (r->closed) {
+      out = null_scope();
+    } else if (phase_name_id(r, name, &id)) {
+      out = fill_scope(r, id, flags, sample_every);
+    }
+  }
+  Py_DECREF(r);
+  return out;
+}
+
+// Python code may run here (n's __index__, a name's __str__, the thread's name) and drop the
+// reference r was borrowed through, so r is held until it is done.
+LP_COLD PyObject* do_count_general(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
+                                   PyObject* kwnames) {
+  PyObject* name;
+  int64_t n;
+  Py_XINCREF(r);
+  bool ok = parse_count_args(args, nargs, kwnames, &name, &n);
+  uint32_t id;
+  if (ok && r && !r->closed && (ok = name_id_of(name, &id))) {
+    if (lp::ThreadState* ts = stacked_thread_state(r)) ts->count(id, n);
+  }
+  Py_XDECREF(r);
+  if (!ok) return nullptr;
+  Py_RETURN_NONE;
+}
+
+int init_phase_args() {
+  g_kw_io = PyUnicode_InternFromString("io");
+  g_kw_sync = PyUnicode_InternFromString("sync");
+  g_kw_sample = PyUnicode_InternFromString("sample");
+  g_kw_name = PyUnicode_InternFromString("name");
+  return g_kw_io && g_kw_sync && g_kw_sample && g_kw_name ? 0 : -1;
+}
+
+}  // namespace lp_module
