@@ -24,9 +24,12 @@ int main() {{
   LP_PHASE("a");
   {{ lineprofiler::Phase p(kName); }}
   {{ lineprofiler::Phase p(std::string_view("view")); }}
+  {{ lineprofiler::Phase p("literal"); }}
+  {{ std::string text = "runtime"; lineprofiler::Phase p(text); }}
   LP_COUNT("n", 3);
   lineprofiler::count(kName, 1);
   lineprofiler::count(std::string_view("v"), 2);
+  lineprofiler::count("literal", 4);
   {import_call}
   return int(lineprofiler::current().size()) + int(lineprofiler::enabled());
 }}
