@@ -70,14 +70,18 @@ def test_cpp_phases_with_the_gil_released(tmp_path, ext_dir):
         from lineprofiler.accounting import Profiler
         import mcts_native
         prof = {PROFILER}
-        with prof.phase("mcts"):
+        with prof.phase("released"):
             mcts_native.search_without_gil(5, 2)
+        with prof.phase("all_released"):
+            mcts_native.search_all_without_gil(4, 3)
         prof.close()
         """,
         tmp_path,
         ext_dir,
     )
-    search_tree(merge_run(tmp_path / "run", with_samples=False).tree, ("mcts",), 5, 2)
+    tree = merge_run(tmp_path / "run", with_samples=False).tree
+    search_tree(tree, ("released",), 5, 2)
+    search_tree(tree, ("all_released",), 4, 3)
 
 
 def test_python_phases_nest_under_a_cpp_phase(tmp_path, ext_dir):
@@ -275,22 +279,31 @@ def test_fork_child_records_its_own_and_not_the_parents(tmp_path, ext_dir):
 
 
 def test_asyncio_tasks_nest_cpp_phases_in_their_own_task(tmp_path, ext_dir):
+    """Tasks interleave on one thread; each one's C++ phases nest under its own Python phase. A
+    task that resumed and opened its first C++ phase with the GIL released ("late") records
+    nothing there (choosing its stack needs Python) rather than into another task's tree."""
     run_ext(
         f"""
         import asyncio
         from lineprofiler.accounting import Profiler
         import mcts_native
         prof = {PROFILER}
-        async def task(name, release_gil):
+        calls = {{
+            "a": mcts_native.search,
+            "b": mcts_native.search_without_gil,   # "search" opened with the GIL, work without
+            "c": mcts_native.search,
+            "late": mcts_native.search_all_without_gil,
+        }}
+        async def task(name):
             with prof.phase(name):
-                await asyncio.sleep(0)  # the other task runs, opening its own phase
-                if release_gil:
-                    mcts_native.search_without_gil(3, 2)
-                else:
-                    mcts_native.search(3, 2)
+                if name == "now":  # no switch since its phase opened: its stack is known
+                    mcts_native.search_all_without_gil(3, 2)
+                await asyncio.sleep(0)  # the other tasks run, opening their own phases
+                if name in calls:
+                    calls[name](3, 2)
                 await asyncio.sleep(0)
         async def main():
-            await asyncio.gather(task("a", False), task("b", True), task("c", False))
+            await asyncio.gather(*(task(n) for n in ("a", "b", "c", "late", "now")))
         asyncio.run(main())
         prof.close()
         """,
@@ -298,9 +311,11 @@ def test_asyncio_tasks_nest_cpp_phases_in_their_own_task(tmp_path, ext_dir):
         ext_dir,
     )
     tree = merge_run(tmp_path / "run", with_samples=False).tree
-    for name in ("a", "b", "c"):
-        search_tree(tree, (name,), 3, 2)
-    assert not [p for p in tree if len(p) > 1 and p[0] in "abc" and p[1] in "abc"]
+    for name in ("a", "b", "c", "now"):
+        search_tree(tree, (name,), 3, 2)  # exact: nothing of another task's landed here
+    assert tree[("late",)].calls == 1 and ("late", "search") not in tree
+    tasks = {"a", "b", "c", "late", "now"}
+    assert not [p for p in tree if len(p) > 1 and p[0] in tasks and p[1] in tasks]
 
 
 def test_an_extension_built_against_a_smaller_table_keeps_working(tmp_path, level1_ext_dir):

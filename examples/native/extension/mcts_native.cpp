@@ -26,6 +26,18 @@
 
 namespace {
 
+// Releases the GIL for its lifetime (Py_BEGIN/END_ALLOW_THREADS as a scope).
+class ReleaseGil {
+ public:
+  ReleaseGil() : saved_(PyEval_SaveThread()) {}
+  ~ReleaseGil() { PyEval_RestoreThread(saved_); }
+  ReleaseGil(const ReleaseGil&) = delete;
+  ReleaseGil& operator=(const ReleaseGil&) = delete;
+
+ private:
+  PyThreadState* saved_;
+};
+
 volatile uint64_t g_sink = 0;  // keeps the toy work from being optimised away
 
 void work(int units) {
@@ -64,15 +76,31 @@ PyObject* search(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
-// search_without_gil(simulations, leaves): search() with the GIL released throughout.
+// search_without_gil(simulations, leaves): search() with the GIL released around the work; the
+// "search" phase is opened before releasing it (in an asyncio task, a phase opened with the GIL
+// held is where the task's stack is chosen).
 PyObject* search_without_gil(PyObject*, PyObject* args) {
   int simulations = 0, leaves = 0;
   if (!PyArg_ParseTuple(args, "ii:search_without_gil", &simulations, &leaves)) return nullptr;
-  Py_BEGIN_ALLOW_THREADS {
+  {
+    LP_PHASE("search");
+    ReleaseGil released;
+    for (int i = 0; i < simulations; ++i) simulate(leaves);
+  }
+  Py_RETURN_NONE;
+}
+
+// search_all_without_gil(simulations, leaves): search() entirely with the GIL released, "search"
+// included.
+PyObject* search_all_without_gil(PyObject*, PyObject* args) {
+  int simulations = 0, leaves = 0;
+  if (!PyArg_ParseTuple(args, "ii:search_all_without_gil", &simulations, &leaves)) return nullptr;
+  {
+    ReleaseGil released;
     LP_PHASE("search");
     for (int i = 0; i < simulations; ++i) simulate(leaves);
   }
-  Py_END_ALLOW_THREADS Py_RETURN_NONE;
+  Py_RETURN_NONE;
 }
 
 // search_in_threads(threads, simulations, leaves): each of `threads` C++ threads (no Python
@@ -83,7 +111,8 @@ PyObject* search_in_threads(PyObject*, PyObject* args) {
   if (!PyArg_ParseTuple(args, "iii:search_in_threads", &threads, &simulations, &leaves)) {
     return nullptr;
   }
-  Py_BEGIN_ALLOW_THREADS {
+  {
+    ReleaseGil released;
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) {
       pool.emplace_back([simulations, leaves] {
@@ -94,7 +123,7 @@ PyObject* search_in_threads(PyObject*, PyObject* args) {
     }
     for (std::thread& t : pool) t.join();
   }
-  Py_END_ALLOW_THREADS Py_RETURN_NONE;
+  Py_RETURN_NONE;
 }
 
 // phase_named(name, n): one phase named by a run-time string (the per-thread name cache), with a
@@ -149,8 +178,11 @@ PyObject* spin_start(PyObject*, PyObject*) {
 PyObject* spin_stop(PyObject*, PyObject*) {
   if (!g_spinner) Py_RETURN_NONE;
   g_spin_stop = true;
-  Py_BEGIN_ALLOW_THREADS g_spinner->join();
-  Py_END_ALLOW_THREADS delete g_spinner;
+  {
+    ReleaseGil released;
+    g_spinner->join();
+  }
+  delete g_spinner;
   g_spinner = nullptr;
   return PyLong_FromUnsignedLongLong(g_spin_iterations.load());
 }
@@ -239,8 +271,11 @@ PyObject* bench(PyObject*, PyObject* args) {
   if (!PyArg_ParseTuple(args, "sL:bench", &kind, &n)) return nullptr;
   std::string k(kind);
   double ns;
-  Py_BEGIN_ALLOW_THREADS ns = run_bench(k, n);
-  Py_END_ALLOW_THREADS if (ns < 0) {
+  {
+    ReleaseGil released;
+    ns = run_bench(k, n);
+  }
+  if (ns < 0) {
     PyErr_Format(PyExc_ValueError, "bench(): unknown kind '%s'", kind);
     return nullptr;
   }
@@ -256,6 +291,8 @@ PyMethodDef methods[] = {
     {"search", search, METH_VARARGS, "search(simulations, leaves): the toy search."},
     {"search_without_gil", search_without_gil, METH_VARARGS,
      "search_without_gil(simulations, leaves): search() with the GIL released."},
+    {"search_all_without_gil", search_all_without_gil, METH_VARARGS,
+     "search_all_without_gil(simulations, leaves): search() with no GIL, its phase included."},
     {"search_in_threads", search_in_threads, METH_VARARGS,
      "search_in_threads(threads, simulations, leaves): search() on C++ threads."},
     {"phase_named", phase_named, METH_VARARGS,

@@ -72,22 +72,16 @@ LP_COLD lp::ThreadState* native_register(RecorderObject* r) {
 }
 
 // Makes ts's active stack the calling asyncio task's, for a thread that has run tasks. With the
-// GIL held this is the Python scopes' own check; without it the thread's current context cannot
-// change (no Python code runs on it), so the stack chosen for it still holds unless the last
-// Python code switched contexts after the last phase, and only then is the GIL taken to choose.
+// GIL held this is the Python scopes' own check. Without it the thread's current context cannot
+// change (no Python code runs on it), so the stack chosen for it still holds when no context switch
+// happened since; after one (a task resumed, then released the GIL before any phase) choosing
+// needs Python, and taking the GIL here could deadlock an extension whose GIL holder waits on a
+// lock this thread holds: the entry is not recorded (false), rather than recorded in the wrong
+// task's tree. Opening the outer C++ phase before releasing the GIL avoids it (docs/guide/cpp.md).
 LP_COLD bool native_sync(RecorderObject* r, lp::ThreadState* ts) {
   if (PyGILState_Check()) return sync_active_stack(r, ts);
   PyThreadState* t = PyGILState_GetThisThreadState();
-  if (!t || same_context(ts, t)) return true;
-#if PY_VERSION_HEX >= 0x030D0000
-  if (Py_IsFinalizing()) return true;
-#else
-  if (_Py_IsFinalizing()) return true;
-#endif
-  PyGILState_STATE gil = PyGILState_Ensure();
-  bool ok = sync_active_stack(r, ts);
-  PyGILState_Release(gil);
-  return ok;
+  return !t || same_context(ts, t);
 }
 
 // The calling thread's state on r with its active stack chosen, or nullptr.
