@@ -12,6 +12,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from lineprofiler.accounting import merge_run
 from tests.helpers import child_env, run_python
 
@@ -201,27 +203,31 @@ def test_scopes_before_import_api_are_no_ops(tmp_path, deferred_ext_dir):
     search_tree(tree, ("after",), 4, 1)
 
 
-def test_scopes_follow_close_and_a_new_install(tmp_path, ext_dir):
-    """A C++ thread records through the profiler being closed and another installed; nothing
-    records in between, and the thread never touches a freed recorder."""
+@pytest.mark.parametrize("hold_us", [0, 20_000])
+def test_scopes_follow_close_and_a_new_install(tmp_path, ext_dir, hold_us):
+    """A C++ thread records through the profiler being closed, freed and another installed; nothing
+    records in between, and the thread never touches a freed recorder (hold_us: its entries last
+    20 ms, so one is open across close() and the free; under scripts/module-asan-tests a freed
+    recorder would be a use-after-free)."""
     out = run_ext(
-        """
-        import json, time
+        f"""
+        import gc, json, time
         from lineprofiler.accounting import Profiler
         import mcts_native
         def profiler(run):
             return Profiler(run_dir=run, role="actor", enabled=True, install=True,
                             snapshot_interval_s=None, sample_interval_s=None)
         first = profiler("run1")
-        mcts_native.spin_start()
+        mcts_native.spin_start({hold_us})
         time.sleep(0.2)
         first.close()
         del first
+        gc.collect()  # the closed profiler is freed (its recorder stays: C++ scopes reached it)
         time.sleep(0.05)
         second = profiler("run2")
         time.sleep(0.2)
         second.close()
-        print(json.dumps({"iterations": mcts_native.spin_stop(), "on": mcts_native.enabled()}))
+        print(json.dumps({{"iterations": mcts_native.spin_stop(), "on": mcts_native.enabled()}}))
         """,
         tmp_path,
         ext_dir,
@@ -233,7 +239,7 @@ def test_scopes_follow_close_and_a_new_install(tmp_path, ext_dir):
     assert all(s.calls > 0 for s in spins)
     # One count per entry; the thread records while close() writes the final file, whose copy of a
     # node reads calls and counters at slightly different moments (lp_core's snapshot is per value,
-    # not per node), so they agree to the entries made during that copy, not exactly.
+    # not per node), and an entry open at close() has its count there but not yet its call.
     for s in spins:
         assert abs(s.counters["spins"] - s.calls) <= s.calls // 100 + 1, (s.calls, s.counters)
     assert sum(s.calls for s in spins) <= got["iterations"]

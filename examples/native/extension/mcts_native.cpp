@@ -149,25 +149,32 @@ PyObject* call_in_phase(PyObject*, PyObject* args) {
   return PyObject_CallNoArgs(fn);
 }
 
-// spin_start() / spin_stop() -> iterations: a C++ thread entering "spin" (with a count) in a loop
-// until stopped, across whatever the profiler does meanwhile (closed, replaced).
+// spin_start(hold_us=0) / spin_stop() -> iterations: a C++ thread entering "spin" (with a count)
+// in a loop until stopped, across whatever the profiler does meanwhile (closed, replaced); each
+// entry lasts hold_us microseconds (asleep), or a little work when 0.
 std::atomic<bool> g_spin_stop{false};
 std::atomic<uint64_t> g_spin_iterations{0};
 std::thread* g_spinner = nullptr;
 
-PyObject* spin_start(PyObject*, PyObject*) {
+PyObject* spin_start(PyObject*, PyObject* args) {
+  long hold_us = 0;
+  if (!PyArg_ParseTuple(args, "|l:spin_start", &hold_us)) return nullptr;
   if (g_spinner) {
     PyErr_SetString(PyExc_RuntimeError, "spin_start(): already spinning");
     return nullptr;
   }
   g_spin_stop = false;
   g_spin_iterations = 0;
-  g_spinner = new std::thread([] {
+  g_spinner = new std::thread([hold_us] {
     while (!g_spin_stop.load(std::memory_order_relaxed)) {
       {
         LP_PHASE("spin");
         LP_COUNT("spins", 1);
-        work(100);
+        if (hold_us > 0) {
+          std::this_thread::sleep_for(std::chrono::microseconds(hold_us));
+        } else {
+          work(100);
+        }
       }
       g_spin_iterations.fetch_add(1, std::memory_order_relaxed);
     }
@@ -299,8 +306,8 @@ PyMethodDef methods[] = {
      "phase_named(name, n): a phase and a counter named by a run-time string."},
     {"call_in_phase", call_in_phase, METH_VARARGS,
      "call_in_phase(name, fn) -> fn() called inside a C++ phase."},
-    {"spin_start", spin_start, METH_NOARGS,
-     "spin_start(): a C++ thread entering 'spin' in a loop."},
+    {"spin_start", spin_start, METH_VARARGS,
+     "spin_start(hold_us=0): a C++ thread entering 'spin' in a loop."},
     {"spin_stop", spin_stop, METH_NOARGS, "spin_stop() -> iterations the spinning thread made."},
     {"current", current, METH_NOARGS, "current() -> the innermost open phase, or ''."},
     {"current_inside", current_inside, METH_VARARGS,
