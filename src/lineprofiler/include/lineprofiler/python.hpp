@@ -9,7 +9,8 @@
 // takes its function table from the capsule lineprofiler._core._C_API (as NumPy's import_array()
 // does) and attaches this extension to it: from then on the scopes of <lineprofiler/accounting.hpp>
 // record into the profiler installed in the process (Profiler(..., install=True), or the one a
-// worker joins a run with) and do nothing while none is. Nothing of lineprofiler is linked.
+// worker installs when its first accounting.phase() joins a run) and do nothing while none is.
+// Nothing of lineprofiler is linked.
 #pragma once
 
 #include <Python.h>
