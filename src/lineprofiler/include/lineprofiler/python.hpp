@@ -22,7 +22,8 @@
 namespace lineprofiler {
 
 /// Connects this extension to lineprofiler._core. Call with the GIL held, once (in the module's
-/// init function; calling it again is harmless). Returns 0, or -1 with a Python exception set:
+/// init function; calling it again is harmless), in each shared object that uses the scopes (each
+/// has its own table pointer). Returns 0, or -1 with a Python exception set:
 /// ImportError when lineprofiler is not installed, RuntimeError when its table has another ABI
 /// version than this header. On -1 the scopes stay no-ops; clear the error to carry on without
 /// profiling.
