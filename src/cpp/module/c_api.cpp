@@ -3,9 +3,10 @@
 // An extension's scopes reach the installed recorder through this table. Its thread may hold the
 // GIL (an extension function called from Python), have released it, or be a C++ thread with no
 // Python thread state at all, so the hot path touches no Python object: the installed recorder is
-// read from an atomic pointer, the thread's lp_core state from its thread-local cache, and only
-// a thread that ran asyncio tasks (whose active stack may have to follow the current task) or a
-// thread's first record (its name) calls into Python, with the GIL.
+// read from an atomic pointer, the thread's lp_core state from its thread-local cache. Only a
+// thread that ran asyncio tasks (whose active stack may have to follow the current task) or a
+// thread's first record (its threading name) calls into Python, and only when it holds the GIL: a
+// scope never takes the GIL.
 //
 // Lifetime: a thread without the GIL cannot hold a Python reference, so a recorder that C++ scopes
 // can reach (installed while an extension is attached) is pinned until the process exits: closing
