@@ -135,6 +135,31 @@ def test_threads_the_extension_starts_get_their_own_stacks(tmp_path, ext_dir):
     assert [path for path in tree if path[:1] == ("mcts",)] == [("mcts",)]
 
 
+def test_cpp_threads_appear_under_their_os_thread_name(tmp_path, ext_dir):
+    """thread_names=True: the extension's threads are named with pthread_setname_np (they have no
+    threading name), the Python thread under its threading name."""
+    run_ext(
+        """
+        import threading
+        from lineprofiler.accounting import Profiler
+        import mcts_native
+        threading.current_thread().name = "driver"
+        prof = Profiler(run_dir="run", role="actor", enabled=True, install=True,
+                        thread_names=True, snapshot_interval_s=None, sample_interval_s=None)
+        with prof.phase("mcts"):
+            mcts_native.search(1, 1)
+            mcts_native.search_in_threads(2, 3, 1)
+        prof.close()
+        """,
+        tmp_path,
+        ext_dir,
+    )
+    tree = merge_run(tmp_path / "run", with_samples=False).tree
+    assert tree[("mcts-worker", "worker", "search")].calls == 2
+    assert tree[("mcts-worker", "worker", "search")].counters == {"simulations": 2 * 3}
+    search_tree(tree, ("driver", "mcts"), 1, 1)
+
+
 def test_names_given_at_run_time(tmp_path, ext_dir):
     run_ext(
         f"""
