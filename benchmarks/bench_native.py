@@ -105,6 +105,17 @@ def main() -> int:
         sys.path.insert(0, tmp)
         import mcts_native as ext
 
+        # The default measure_cpu=True (its thread CPU clock read per scope), and False: each is
+        # installed in turn.
+        cpu_prof = Profiler(
+            run_dir=os.path.join(tmp, "run_cpu"),
+            enabled=True,
+            install=True,
+            snapshot_interval_s=None,
+            sample_interval_s=None,
+        )
+        rec_cpu = _core.get_installed()
+        _core.set_installed(None)
         prof = Profiler(
             run_dir=os.path.join(tmp, "run"),
             enabled=True,
@@ -114,23 +125,26 @@ def main() -> int:
             sample_interval_s=None,
         )
         rec = _core.get_installed()
+        recorders = {"wall": rec, "cpu": rec_cpu, None: None}
         cases = {
-            "empty iteration": ("empty", True),
-            "two clock reads": ("clock_pair", True),
-            "phase, installed": ("phase", True),
-            "count, installed": ("count", True),
-            "phase(string_view), installed": ("phase_view", True),
-            "phase, nothing installed": ("phase", False),
-            "count, nothing installed": ("count", False),
+            "empty iteration": ("empty", "wall"),
+            "two clock reads": ("clock_pair", "wall"),
+            "phase, installed": ("phase", "wall"),
+            "count, installed": ("count", "wall"),
+            "phase(string_view), installed": ("phase_view", "wall"),
+            "phase, installed, measure_cpu=True": ("phase", "cpu"),
+            "phase, nothing installed": ("phase", None),
+            "count, nothing installed": ("count", None),
         }
         best = {name: float("inf") for name in cases}
         for _ in range(args.rounds):
             for name, (kind, installed) in cases.items():
-                _core.set_installed(rec if installed else None)
+                _core.set_installed(recorders[installed])
                 best[name] = min(best[name], ext.bench(kind, args.loops))
         _core.set_installed(rec)
         py = python_phase_rows(ext, prof, args.rounds, max(1, args.loops // 20))
         prof.close()
+        cpu_prof.close()
 
     floor = best["empty iteration"]
     bookkeeping = best["phase, installed"] - best["two clock reads"]
