@@ -262,11 +262,11 @@ def test_scopes_follow_close_and_a_new_install(tmp_path, ext_dir, hold_us):
         merge_run(tmp_path / run, with_samples=False).tree[("spin",)] for run in ("run1", "run2")
     ]
     assert all(s.calls > 0 for s in spins)
-    # One count per entry; the thread records while close() writes the final file, whose copy of a
-    # node reads calls and counters at slightly different moments (lp_core's snapshot is per value,
-    # not per node), and an entry open at close() has its count there but not yet its call.
-    for s in spins:
-        assert abs(s.counters["spins"] - s.calls) <= s.calls // 100 + 1, (s.calls, s.counters)
+    # One count per entry. The thread records while close() writes the final file, and lp_core
+    # copies a node value by value, so calls and counters agree only to the entries made during
+    # the copy: thousands for 0.1 us entries under ASan, at most the one open entry for 20 ms ones.
+    if hold_us:
+        assert all(s.counters["spins"] - s.calls in (0, 1) for s in spins), spins
     assert sum(s.calls for s in spins) <= got["iterations"]
     assert got["on"] is False
 
