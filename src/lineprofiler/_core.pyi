@@ -13,6 +13,9 @@ SAMPLES_VERSION: int
 SAMPLES_HEADER_BYTES: int
 SAMPLE_BASE_WORDS: int
 GPU_PID_ABSENT: int
+# The C++ API's function table (lineprofiler/accounting.hpp): a PyCapsule named
+# "lineprofiler._core._C_API", taken by lineprofiler::import_api().
+_C_API: object
 SAMPLE_WORDS: dict[str, int]
 SAMPLE_FLAGS: dict[str, int]
 

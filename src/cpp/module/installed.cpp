@@ -1,5 +1,6 @@
 // module/installed.cpp: the module-level phase()/count() on the installed recorder, the join hook,
 // and add_recorder_types (which readies every accounting type of the module).
+#include "module/c_api.h"
 #include "module/recorder_object.h"
 #include "module/recorder_type.h"
 
@@ -64,6 +65,7 @@ PyObject* set_installed(PyObject*, PyObject* arg) {
   RecorderObject* next = arg == Py_None ? nullptr : reinterpret_cast<RecorderObject*>(arg);
   Py_XINCREF(next);
   Py_XSETREF(g_installed, next);
+  c_api_installed(g_installed);  // C++ scopes (lineprofiler/accounting.hpp) follow
   Py_RETURN_NONE;
 }
 
@@ -96,7 +98,7 @@ PyMethodDef installed_functions[] = {
 int add_recorder_types(PyObject* module) {
   if (init_task_stacks() < 0 || init_phase_args() < 0 || init_phase_names(module) < 0 ||
       init_scope_types(module) < 0 || init_recorder_type(module) < 0 ||
-      init_front_type(module) < 0) {
+      init_front_type(module) < 0 || add_c_api(module) < 0) {
     return -1;
   }
   return PyModule_AddFunctions(module, installed_functions);
