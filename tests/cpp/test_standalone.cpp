@@ -1,0 +1,185 @@
+// tests/cpp/test_standalone.cpp: the standalone Profiler: worker file, threads, signals
+// (ASan/TSan).
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lineprofiler/standalone.hpp"
+#include "standalone/front.h"
+#include "standalone/identity.h"
+#include "standalone/sha1.h"
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string temp_dir() {
+  char dir_template[] = "/tmp/lp_standalone_test_XXXXXX";
+  REQUIRE(mkdtemp(dir_template));
+  return dir_template;
+}
+
+// The value after `"key":` in the phase record whose path is exactly path_json, or -1.
+long long phase_field(const std::string& doc, const std::string& path_json,
+                      const std::string& key) {
+  size_t at = doc.find("{\"path\":" + path_json + ",");
+  if (at == std::string::npos) return -1;
+  size_t k = doc.find("\"" + key + "\":", at);
+  size_t end = doc.find("\n", at);
+  if (k == std::string::npos || (end != std::string::npos && k > end)) return -1;
+  return std::atoll(doc.c_str() + k + key.size() + 3);
+}
+
+struct Scope {  // what the public header's scope does, on the front directly
+  explicit Scope(uint32_t id) : on(lp::standalone::front_enter(id, this)) {}
+  ~Scope() {
+    if (on) lp::standalone::front_exit(this);
+  }
+  bool on;
+};
+
+std::atomic<int> g_user_handler_calls{0};
+void user_handler(int) {
+  g_user_handler_calls.fetch_add(1);
+}
+
+}  // namespace
+
+TEST_CASE("identity helpers follow Python's rules") {
+  using namespace lp::standalone;
+  CHECK(sha1_hex("abc") == "a9993e364706816aba3e25717850c26c9cd0d89d");
+  CHECK(sha1_hex("") == "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+  CHECK(sha1_hex(std::string(1000, 'a')) == "291e9a6c66994949b57ba5e650361e98fc36b1ba");
+  CHECK(abspath("/a/./b/../c//d/") == "/a/c/d");
+  CHECK(abspath("//x/y") == "//x/y");
+  CHECK(abspath("///x") == "/x");
+  CHECK(abspath("/..") == "/");
+  CHECK(sub_unsafe_run_id("job_1 \xc3\xa9\xff", "-") == "job-1---");
+  CHECK(strip("  7\t") == "7");
+  std::vector<std::string> argv = {"prog", "--api-key", "s3", "--token=abc", "--x", "y"};
+  std::vector<std::string> want = {"prog", "--api-key", "<masked>", "--token=<masked>", "--x", "y"};
+  CHECK(masked_argv(argv) == want);
+}
+
+TEST_CASE("a standalone profiler writes exact counts from several threads (run under TSan)") {
+  std::string dir = temp_dir();
+  constexpr int kThreads = 4, kIters = 2000;
+  std::string path;
+  {
+    lineprofiler::ProfilerOptions o;
+    o.run_dir = dir;
+    o.role = "server";
+    o.enabled = true;
+    o.snapshot_interval_s = 0.002;  // snapshots race the recording threads
+    o.sample_interval_s = 0.002;
+    o.handle_signals = false;
+    o.export_env = false;
+    lineprofiler::Profiler prof(o);
+    path = prof.worker_path();
+    REQUIRE(!path.empty());
+    uint32_t handle = lp::standalone::front_intern("handle", 6);
+    uint32_t parse = lp::standalone::front_intern("parse", 5);
+    uint32_t requests = lp::standalone::front_intern("requests", 8);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < kIters; ++i) {
+          Scope h(handle);
+          { Scope p(parse); }
+          lp::standalone::front_count(requests, 3);
+        }
+      });
+    }
+    {
+      Scope h(handle);
+      char buf[16];
+      CHECK(lp::standalone::front_current(buf, sizeof buf) == 6);
+      CHECK(std::string(buf) == "handle");
+      CHECK(lp::standalone::front_current(buf, 4) == 6);
+      CHECK(std::string(buf) == "han");
+    }
+    for (auto& t : threads) t.join();
+    CHECK(prof.stats().writes >= 1);
+  }
+  // Nothing installed any more: a scope is a no-op.
+  CHECK(lp::standalone::installed_recorder() == nullptr);
+  CHECK_FALSE(lp::standalone::front_enter(lp::standalone::front_intern("x", 1), &path));
+  std::string doc = read_text(path);
+  CHECK(doc.find("\"final\":true") != std::string::npos);
+  CHECK(doc.find("\"role\":\"server\"") != std::string::npos);
+  CHECK(doc.find("\"runtime\":\"c++\"") != std::string::npos);
+  // The exited threads' trees are folded into one record; the main thread's is its own.
+  long long calls = 0, counted = 0;
+  for (size_t at = 0; (at = doc.find("{\"path\":[\"handle\"],", at)) != std::string::npos; ++at) {
+    calls += phase_field(doc.substr(at), "[\"handle\"]", "calls");
+    size_t c = doc.find("\"requests\":", at);
+    if (c != std::string::npos && c < doc.find('\n', at))
+      counted += std::atoll(doc.c_str() + c + 11);
+  }
+  CHECK(calls == kThreads * kIters + 1);
+  CHECK(counted == 3LL * kThreads * kIters);
+  CHECK(doc.find("{\"path\":[\"handle\",\"parse\"],\"calls\":") != std::string::npos);
+}
+
+TEST_CASE("SIGUSR1 flushes, then calls the handler installed before; close() puts it back") {
+  std::string dir = temp_dir();
+  struct sigaction user = {}, saved;
+  user.sa_handler = user_handler;
+  sigemptyset(&user.sa_mask);
+  REQUIRE(sigaction(SIGUSR1, &user, &saved) == 0);
+  g_user_handler_calls = 0;
+  {
+    lineprofiler::ProfilerOptions o;
+    o.run_dir = dir;
+    o.role = "sig";
+    o.enabled = true;
+    o.snapshot_interval_s = 0;  // no periodic write: only the signal's
+    o.sample_interval_s = 0;
+    o.export_env = false;
+    lineprofiler::Profiler prof(o);
+    uint32_t work = lp::standalone::front_intern("work", 4);
+    for (int i = 0; i < 7; ++i) Scope s(work);
+    uint64_t writes = prof.stats().writes;
+    CHECK(read_text(prof.worker_path()).find("[\"work\"]") == std::string::npos);
+    raise(SIGUSR1);
+    CHECK(g_user_handler_calls.load() == 1);
+    CHECK(prof.stats().writes == writes + 1);  // flushed before the handler was chained
+    std::string doc = read_text(prof.worker_path());
+    CHECK(phase_field(doc, "[\"work\"]", "calls") == 7);
+    CHECK(doc.find("\"final\":false") != std::string::npos);
+    CHECK(doc.find("\"signal_flush\":true") != std::string::npos);
+  }
+  struct sigaction now;
+  REQUIRE(sigaction(SIGUSR1, nullptr, &now) == 0);
+  CHECK((now.sa_handler == user_handler));  // restored on close
+  raise(SIGUSR1);
+  CHECK(g_user_handler_calls.load() == 2);
+  sigaction(SIGUSR1, &saved, nullptr);
+}
+
+TEST_CASE("a disabled profiler writes nothing and installs nothing") {
+  std::string dir = temp_dir();
+  lineprofiler::ProfilerOptions o;
+  o.run_dir = dir;
+  o.enabled = false;
+  lineprofiler::Profiler prof(o);
+  CHECK_FALSE(prof.enabled());
+  CHECK(prof.worker_path().empty());
+  CHECK(lp::standalone::installed_recorder() == nullptr);
+  CHECK(prof.flush() == 0);
+  CHECK(access((dir + "/workers").c_str(), F_OK) != 0);
+}
