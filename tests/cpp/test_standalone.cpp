@@ -44,14 +44,6 @@ long long phase_field(const std::string& doc, const std::string& path_json,
   return std::atoll(doc.c_str() + k + key.size() + 3);
 }
 
-struct Scope {  // what the public header's scope does, on the front directly
-  explicit Scope(uint32_t id) : on(lp::standalone::front_enter(id, this)) {}
-  ~Scope() {
-    if (on) lp::standalone::front_exit(this);
-  }
-  bool on;
-};
-
 std::atomic<int> g_user_handler_calls{0};
 void user_handler(int) {
   g_user_handler_calls.fetch_add(1);
@@ -91,33 +83,34 @@ TEST_CASE("a standalone profiler writes exact counts from several threads (run u
     lineprofiler::Profiler prof(o);
     path = prof.worker_path();
     REQUIRE(!path.empty());
-    uint32_t handle = lp::standalone::front_intern("handle", 6);
-    uint32_t parse = lp::standalone::front_intern("parse", 5);
-    uint32_t requests = lp::standalone::front_intern("requests", 8);
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&] {
         for (int i = 0; i < kIters; ++i) {
-          Scope h(handle);
-          { Scope p(parse); }
-          lp::standalone::front_count(requests, 3);
+          LP_PHASE("handle");
+          { lineprofiler::Phase p(std::string_view("parse")); }
+          LP_COUNT("requests", 3);
         }
       });
     }
     {
-      Scope h(handle);
-      char buf[16];
-      CHECK(lp::standalone::front_current(buf, sizeof buf) == 6);
-      CHECK(std::string(buf) == "handle");
-      CHECK(lp::standalone::front_current(buf, 4) == 6);
-      CHECK(std::string(buf) == "han");
+      LP_PHASE("handle");
+      CHECK(lineprofiler::current() == "handle");
+      std::string long_name(300, 'x');
+      lineprofiler::Phase inner{std::string_view(long_name)};
+      CHECK(lineprofiler::current() == long_name);
     }
+    CHECK(lineprofiler::current() == "");
     for (auto& t : threads) t.join();
     CHECK(prof.stats().writes >= 1);
   }
   // Nothing installed any more: a scope is a no-op.
   CHECK(lp::standalone::installed_recorder() == nullptr);
-  CHECK_FALSE(lp::standalone::front_enter(lp::standalone::front_intern("x", 1), &path));
+  CHECK_FALSE(lineprofiler::enabled());
+  {
+    lineprofiler::Phase after("after");
+    CHECK_FALSE(after.recorded());
+  }
   std::string doc = read_text(path);
   CHECK(doc.find("\"final\":true") != std::string::npos);
   CHECK(doc.find("\"role\":\"server\"") != std::string::npos);
@@ -151,8 +144,9 @@ TEST_CASE("SIGUSR1 flushes, then calls the handler installed before; close() put
     o.sample_interval_s = 0;
     o.export_env = false;
     lineprofiler::Profiler prof(o);
-    uint32_t work = lp::standalone::front_intern("work", 4);
-    for (int i = 0; i < 7; ++i) Scope s(work);
+    for (int i = 0; i < 7; ++i) {
+      LP_PHASE("work");
+    }
     uint64_t writes = prof.stats().writes;
     CHECK(read_text(prof.worker_path()).find("[\"work\"]") == std::string::npos);
     raise(SIGUSR1);
@@ -180,6 +174,7 @@ TEST_CASE("a disabled profiler writes nothing and installs nothing") {
   CHECK_FALSE(prof.enabled());
   CHECK(prof.worker_path().empty());
   CHECK(lp::standalone::installed_recorder() == nullptr);
+  CHECK_FALSE(lineprofiler::enabled());
   CHECK(prof.flush() == 0);
   CHECK(access((dir + "/workers").c_str(), F_OK) != 0);
 }

@@ -79,7 +79,7 @@ void after_fork_in_child() {
   g_live_mu = new (std::nothrow) std::mutex();  // a parent thread may have held the old one
   for (Profiler::Impl* p : *g_live) p->forked = true;
   g_live->clear();
-  sa::install_recorder(nullptr);
+  sa::forget_after_fork_in_child();
   sa::signals_forget_after_fork();
 }
 
@@ -275,6 +275,9 @@ void Profiler::Impl::start() {
       setenv(key.c_str(), value.c_str(), 1);
     }
   }
+  // This binary's table slot, which LP_PHASE/LP_COUNT read (the program and liblineprofiler.a
+  // linked into it share one).
+  sa::standalone_api()->attach(lineprofiler::detail::api_slot());
   if (opts.install && first && sa::installed_recorder() == nullptr) {
     sa::install_recorder(&worker->recorder());
     installed = true;

@@ -5,8 +5,8 @@
 //   int main() {
 //     lineprofiler::Profiler prof({.run_dir = "profile", .role = "server", .enabled = true});
 //     for (...) {
-//       LP_PHASE("handle");                  // from <lineprofiler/accounting.hpp>
-//       lineprofiler::count("requests", 1);
+//       LP_PHASE("handle");                  // <lineprofiler/accounting.hpp>, included here
+//       LP_COUNT("requests", 1);
 //     }
 //   }  // the destructor writes the final worker file
 //
@@ -20,6 +20,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+
+#include "lineprofiler/accounting.hpp"
 
 namespace lineprofiler {
 
