@@ -31,3 +31,13 @@ def __getattr__(name: str) -> Any:
 
         return LineProfiler
     raise AttributeError(f"module 'lineprofiler' has no attribute {name!r}")
+
+
+def get_library_dir() -> str:
+    """The directory of ``liblineprofiler.a``, the static library a C++ program without Python links
+    to be a worker of a run (``lineprofiler::Profiler``, <lineprofiler/standalone.hpp>): pass it as
+    ``-L`` with ``-llineprofiler -pthread -ldl``, or use the CMake target ``lineprofiler::standalone``
+    (see docs/guide/cpp-standalone.md)."""
+    import os
+
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib")
