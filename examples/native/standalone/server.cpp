@@ -4,8 +4,9 @@
 // any enabled Python profiler to its children, or set by a launcher script), handles N requests
 // (handle > parse, respond; counters requests and bytes) and writes its worker file at exit.
 //
-//   server [N] [--wait-for-signal] [--own-sigterm-handler]
+//   server [N] [--run-dir DIR] [--wait-for-signal] [--own-sigterm-handler]
 //
+//   --run-dir DIR          the run directory (default: $LINEPROFILER_RUN_DIR, else "profile")
 //   --wait-for-signal      after the N requests, print "ready" and sleep until a signal ends it
 //   --own-sigterm-handler  install a SIGTERM handler of the program's own before the profiler's: it
 //                          prints "own handler ran" and exits 0 (the profiler flushes, then chains)
@@ -40,8 +41,11 @@ void own_sigterm(int) {
 int main(int argc, char** argv) {
   long requests = 1000;
   bool wait_for_signal = false;
+  std::string run_dir;  // "": as a Python worker, from the environment
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--wait-for-signal") == 0) {
+    if (std::strcmp(argv[i], "--run-dir") == 0 && i + 1 < argc) {
+      run_dir = argv[++i];
+    } else if (std::strcmp(argv[i], "--wait-for-signal") == 0) {
       wait_for_signal = true;
     } else if (std::strcmp(argv[i], "--own-sigterm-handler") == 0) {
       signal(SIGTERM, own_sigterm);
@@ -50,8 +54,9 @@ int main(int argc, char** argv) {
     }
   }
 
-  // run_dir, enabled and the run id come from the environment, as for a Python worker.
-  lineprofiler::Profiler prof({.role = "server", .snapshot_interval_s = 5.0});
+  // enabled and the run id (and run_dir unless given) come from the environment, as for a Python
+  // worker.
+  lineprofiler::Profiler prof({.run_dir = run_dir, .role = "server", .snapshot_interval_s = 5.0});
 
   uint64_t sink = 0;
   for (long r = 0; r < requests; ++r) {
