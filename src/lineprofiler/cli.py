@@ -77,6 +77,17 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"lineprofiler {__version__}")
+    # The C++ API's build flags (as pybind11's): for a compiler command line or a build script.
+    parser.add_argument(
+        "--includes",
+        action="store_true",
+        help="print the -I flags for Python's headers and the C++ API's, then exit",
+    )
+    parser.add_argument(
+        "--cmake-dir",
+        action="store_true",
+        help="print the directory of lineprofilerConfig.cmake (find_package), then exit",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands: dict[str, argparse.ArgumentParser] = {}
     parser.set_defaults(_commands=commands)
@@ -95,6 +106,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _build_paths(args: argparse.Namespace) -> str:
+    """What --includes / --cmake-dir print: flags on one line, or the directory."""
+    import sysconfig
+
+    import lineprofiler
+
+    if args.cmake_dir:
+        return lineprofiler.get_cmake_dir()
+    dirs = [sysconfig.get_path("include"), sysconfig.get_path("platinclude")]
+    dirs.append(lineprofiler.get_include())
+    return " ".join(f"-I{d}" for d in dict.fromkeys(dirs))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -109,6 +133,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args._commands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if target_argv is not None:
         args.target_argv = target_argv
+    if args.command is None and (args.includes or args.cmake_dir):
+        print(_build_paths(args))
+        return 0
     if not getattr(args, "_main", None):
         parser.print_help(sys.stderr)
         return 2

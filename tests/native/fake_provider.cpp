@@ -1,0 +1,179 @@
+// tests/native/fake_provider.cpp: the header's side of the table contract, against a fake provider.
+//
+// Built and run by tests/native/test_header.py (with g++ and clang++, -Wall -Wextra -Werror). The
+// fake provider counts every call, so each check compares what the header did with what the
+// program asked for. Exits 0 and prints "ok", or prints the first failed check and exits 1.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "lineprofiler/accounting.hpp"
+
+namespace {
+
+int g_failures = 0;
+#define CHECK(cond)                                                  \
+  do {                                                               \
+    if (!(cond)) {                                                   \
+      std::printf("%s:%d: failed: %s\n", __FILE__, __LINE__, #cond); \
+      ++g_failures;                                                  \
+    }                                                                \
+  } while (0)
+
+// The fake provider: names are indices into a list; each call is counted.
+std::vector<std::string> g_names{""};
+int g_interns = 0, g_enters = 0, g_exits = 0, g_counts = 0, g_currents = 0;
+std::vector<std::string> g_open;        // names of the entries open now, outermost first
+std::vector<const lp_frame*> g_frames;  // their frames
+std::string g_last_count;
+int64_t g_count_sum = 0;
+
+uint32_t fake_intern(const char* s, size_t n) {
+  ++g_interns;
+  std::string name(s, n);
+  if (name.empty()) return 0;
+  for (size_t i = 1; i < g_names.size(); ++i) {
+    if (g_names[i] == name) return uint32_t(i);
+  }
+  g_names.push_back(name);
+  return uint32_t(g_names.size() - 1);
+}
+int fake_enter(uint32_t name, lp_frame* frame) {
+  ++g_enters;
+  if (name == 0 || name >= g_names.size()) return 0;
+  g_open.push_back(g_names[name]);
+  g_frames.push_back(frame);
+  return 1;
+}
+void fake_exit(lp_frame* frame) {
+  ++g_exits;
+  if (g_frames.empty() || g_frames.back() != frame) {
+    std::printf("exit of a frame that is not the innermost\n");
+    std::exit(1);
+  }
+  g_frames.pop_back();
+  g_open.pop_back();
+}
+void fake_count(uint32_t name, int64_t n) {
+  ++g_counts;
+  g_last_count = name < g_names.size() ? g_names[name] : "?";
+  g_count_sum += n;
+}
+void fake_attach(const lp_api** slot) {
+  *slot = nullptr;
+}
+size_t fake_current(char* buf, size_t cap) {
+  ++g_currents;
+  std::string s = g_open.empty() ? "" : g_open.back();
+  std::memcpy(buf, s.data(), s.size() < cap ? s.size() : cap);
+  return s.size();
+}
+
+lp_api make_table(uint32_t size, uint32_t epoch) {
+  lp_api t;
+  std::memset(&t, 0, sizeof t);
+  t.abi_version = LP_API_ABI_VERSION;
+  t.size = size;
+  t.names_epoch = epoch;
+  t.provider = "fake";
+  t.intern = fake_intern;
+  t.enter = fake_enter;
+  t.exit = fake_exit;
+  t.count = fake_count;
+  t.attach = fake_attach;
+  t.current = fake_current;
+  return t;
+}
+
+void hot_loop(int n) {
+  for (int i = 0; i < n; ++i) {
+    LP_PHASE("loop");
+    LP_COUNT("iterations", 2);
+  }
+}
+
+}  // namespace
+
+int main() {
+  // Nothing installed: no call reaches any provider, current() is "".
+  hot_loop(10);
+  { lineprofiler::Phase p{std::string_view("x")}; }
+  CHECK(lineprofiler::current().empty());
+  CHECK(!lineprofiler::enabled());
+
+  // Tables the header must refuse.
+  lp_api bad_abi = make_table(sizeof(lp_api), 1);
+  bad_abi.abi_version = LP_API_ABI_VERSION + 1;
+  CHECK(lineprofiler::detail::install_api(&bad_abi) == -1);
+  lp_api too_small = make_table(uint32_t(LP_API_V1_SIZE - 1), 1);
+  CHECK(lineprofiler::detail::install_api(&too_small) == -1);
+  CHECK(!lineprofiler::enabled());
+
+  // A full table: exact calls; each call site interns its name once.
+  static lp_api table = make_table(sizeof(lp_api), 1);
+  CHECK(lineprofiler::detail::install_api(&table) == 0);
+  hot_loop(1000);
+  CHECK(g_enters == 1000 && g_exits == 1000 && g_counts == 1000 && g_count_sum == 2000);
+  CHECK(g_interns == 2);
+  CHECK(g_last_count == "iterations");
+  {
+    LP_PHASE("outer");
+    LP_PHASE("inner");
+    CHECK(lineprofiler::current() == "inner");
+    CHECK((g_open == std::vector<std::string>{"outer", "inner"}));
+  }
+  CHECK(g_open.empty());
+  std::string long_name(300, 'n');  // longer than current()'s stack buffer
+  {
+    lineprofiler::Phase p{std::string_view(long_name)};
+    CHECK(lineprofiler::current() == long_name);
+  }
+
+  // Names given as views: a buffer reused for another name never takes the first one's handle.
+  char buf[16];
+  for (int i = 0; i < 3; ++i) {
+    std::strcpy(buf, i % 2 ? "odd" : "even");
+    lineprofiler::Phase p{std::string_view(buf)};
+    CHECK(g_open.back() == (i % 2 ? "odd" : "even"));
+  }
+  int interns_before = g_interns;
+  for (int i = 0; i < 100; ++i) lineprofiler::count(std::string_view(buf), 1);  // cached
+  CHECK(g_interns == interns_before);
+  CHECK(g_last_count == "even");
+
+  // A new names_epoch: every call site interns again, once.
+  static lp_api next_epoch = make_table(sizeof(lp_api), 2);
+  CHECK(lineprofiler::detail::install_api(&next_epoch) == 0);
+  interns_before = g_interns;
+  hot_loop(10);
+  CHECK(g_interns == interns_before + 2);
+
+  // A provider with the first table only (no current()): current() is "" and never called.
+  static lp_api first = make_table(uint32_t(LP_API_V1_SIZE), 2);
+  CHECK(lineprofiler::detail::install_api(&first) == 0);
+  int currents_before = g_currents;
+  {
+    LP_PHASE("in_v1");
+    CHECK(lineprofiler::current().empty());
+  }
+  CHECK(g_currents == currents_before);
+
+  // A scope open while the table is removed exits through the table it entered with.
+  {
+    int exits_before = g_exits;
+    {
+      LP_PHASE("across");
+      lineprofiler::detail::install_api(nullptr);
+    }
+    CHECK(g_exits == exits_before + 1);
+    int enters_before = g_enters;
+    hot_loop(5);
+    CHECK(g_enters == enters_before);
+  }
+
+  if (g_failures) return 1;
+  std::printf("ok\n");
+  return 0;
+}
