@@ -31,12 +31,12 @@ namespace lineprofiler {
 struct ProfilerOptions {
   /// The run directory; "": $LINEPROFILER_RUN_DIR, else "profile". Made absolute at construction
   /// against the working directory.
-  std::string run_dir;
+  std::string run_dir{};
   /// What this process does ("server", "env"); "": $LINEPROFILER_ROLE, else "main".
-  std::string role;
+  std::string role{};
   /// Record or not; unset: $LINEPROFILER_PROFILE ("1", "true", "yes", "on"), else off, as in
   /// Python. A disabled profiler writes nothing and installs nothing; LP_PHASE stays a no-op.
-  std::optional<bool> enabled;
+  std::optional<bool> enabled{};
   /// Read the thread's CPU time at each phase boundary (gives the report's wait%).
   bool measure_cpu = true;
   /// Rewrite the worker file this often from a background thread; <= 0: only at construction,
