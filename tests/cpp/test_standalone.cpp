@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -177,4 +178,42 @@ TEST_CASE("a disabled profiler writes nothing and installs nothing") {
   CHECK_FALSE(lineprofiler::enabled());
   CHECK(prof.flush() == 0);
   CHECK(access((dir + "/workers").c_str(), F_OK) != 0);
+}
+
+TEST_CASE("a forked child records nothing into the parent's profiler and never writes its file") {
+  std::string dir = temp_dir();
+  lineprofiler::ProfilerOptions o;
+  o.run_dir = dir;
+  o.role = "parent";
+  o.enabled = true;
+  o.snapshot_interval_s = 0.001;  // the snapshot thread runs across the fork
+  o.sample_interval_s = 0;
+  o.handle_signals = false;
+  o.export_env = false;
+  lineprofiler::Profiler prof(o);
+  for (int i = 0; i < 3; ++i) {
+    LP_PHASE("before_fork");
+  }
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int bad = 0;
+    bad |= lineprofiler::enabled() ? 1 : 0;  // nothing installed here
+    {
+      LP_PHASE("in_child");
+      LP_COUNT("child_count", 1);
+    }
+    bad |= prof.flush() != 0 ? 2 : 0;  // a no-op, not the parent's file
+    std::exit(bad);  // atexit and static destructors run: they must not write either
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  prof.close();
+  std::string doc = read_text(prof.worker_path());
+  CHECK(phase_field(doc, "[\"before_fork\"]", "calls") == 3);
+  CHECK(doc.find("in_child") == std::string::npos);
+  CHECK(doc.find("\"pid\":" + std::to_string(getpid()) + ",") != std::string::npos);
+  CHECK(doc.find("\"final\":true") != std::string::npos);
 }
