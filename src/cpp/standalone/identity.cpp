@@ -13,7 +13,6 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
-#include <regex>
 #include <sstream>
 
 #include "lp_core/clock.h"
@@ -89,6 +88,16 @@ std::optional<long long> first_int(std::initializer_list<const char*> names, std
     return value;
   }
   return std::nullopt;
+}
+
+// _identity._SECRET_OPTION: "key|token|secret|passw(or)?d", case-insensitive, anywhere in name.
+bool names_a_secret(const std::string& name) {
+  std::string lower = name;
+  for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* word : {"key", "token", "secret", "password", "passwd"}) {
+    if (lower.find(word) != std::string::npos) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -278,7 +287,6 @@ LauncherIdentity launcher_identity() {
 }
 
 std::vector<std::string> masked_argv(const std::vector<std::string>& argv) {
-  static const std::regex secret("key|token|secret|passw(or)?d", std::regex::icase);
   std::vector<std::string> out;
   bool mask_next = false;
   for (const std::string& arg : argv) {
@@ -292,7 +300,7 @@ std::vector<std::string> masked_argv(const std::vector<std::string>& argv) {
     if (arg.size() > 1 && arg[0] == '-') {
       size_t eq = arg.find('=');
       std::string name = arg.substr(0, eq);
-      if (std::regex_search(name, secret)) {
+      if (names_a_secret(name)) {
         if (eq != std::string::npos) {
           value = name + "=<masked>";
         } else {
