@@ -60,4 +60,3 @@ def __getattr__(name: str) -> Any:
 
         return LineProfiler
     raise AttributeError(f"module 'lineprofiler' has no attribute {name!r}")
-

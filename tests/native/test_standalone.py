@@ -117,8 +117,9 @@ def test_server_joins_python_workers_in_one_run_with_exact_counts(
     assert counter(handle, "requests") == requests
     assert counter(handle, "bytes") == expected_bytes(requests)
     # The server's times are its own clock's: the children's fit inside the parent's.
-    assert phase(role, "handle/parse")["wall_ns"] + phase(role, "handle/respond")["wall_ns"] <= (
-        handle["wall_ns"]
+    assert (
+        phase(role, "handle/parse")["wall_ns"] + phase(role, "handle/respond")["wall_ns"]
+        <= (handle["wall_ns"])
     )
     workers = next(r for r in run["roles"] if r["role"] == "worker")
     assert phase(workers, "step")["calls"] == 2 * steps
