@@ -61,6 +61,7 @@ struct Profiler::Impl {
 namespace {
 
 std::mutex* g_live_mu = new std::mutex();
+std::mutex* g_live_mu_at_fork = nullptr;  // a forked child's old lock: kept reachable, never used
 std::vector<Profiler::Impl*>* g_live = new std::vector<Profiler::Impl*>();
 // Workers that were installed: never freed, since a thread of the program may still be inside a
 // front call on their recorder (reachable from here, so a leak checker does not report them).
@@ -76,6 +77,7 @@ void close_all_at_exit() {
 }
 
 void after_fork_in_child() {
+  g_live_mu_at_fork = g_live_mu;
   g_live_mu = new (std::nothrow) std::mutex();  // a parent thread may have held the old one
   for (Profiler::Impl* p : *g_live) p->forked = true;
   g_live->clear();
