@@ -1,5 +1,6 @@
 // tests/cpp/test_standalone.cpp: the standalone Profiler: worker file, threads, signals
 // (ASan/TSan).
+#include <dirent.h>
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -225,4 +226,45 @@ TEST_CASE("a forked child records nothing into the parent's profiler and never w
   CHECK(doc.find("in_child") == std::string::npos);
   CHECK(doc.find("\"pid\":" + std::to_string(getpid()) + ",") != std::string::npos);
   CHECK(doc.find("\"final\":true") != std::string::npos);
+}
+
+TEST_CASE("SIGTERM with the default disposition writes the final file, then ends the process") {
+  std::string dir = temp_dir();
+  pid_t pid = fork();  // the child dies by the signal: run it in its own process
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    g_in_forked_child = 1;
+    signal(SIGTERM, SIG_DFL);
+    lineprofiler::ProfilerOptions o;
+    o.run_dir = dir;
+    o.role = "term";
+    o.enabled = true;
+    o.snapshot_interval_s = 60;  // running, but never due: only the signal's write can happen
+    o.sample_interval_s = 0.001;
+    o.export_env = false;
+    lineprofiler::Profiler prof(o);
+    for (int i = 0; i < 11; ++i) {
+      LP_PHASE("served");
+    }
+    raise(SIGTERM);
+    _exit(3);  // not reached: the re-raised signal ended the process
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+  std::string host_dir = dir + "/workers/" + lp::standalone::host_name();
+  std::string doc;
+  DIR* d = opendir(host_dir.c_str());
+  REQUIRE(d);
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() > 5 && name.substr(name.size() - 5) == ".json") {
+      doc = read_text(host_dir + "/" + name);
+    }
+  }
+  closedir(d);
+  CHECK(phase_field(doc, "[\"served\"]", "calls") == 11);
+  CHECK(doc.find("\"final\":true") != std::string::npos);
+  CHECK(doc.find("\"exit_signal\":\"SIGTERM\"") != std::string::npos);
 }
