@@ -1,4 +1,4 @@
-// examples/native/standalone/server.cpp: a C++ "server" with no Python, one worker of a profiled run.
+// examples/native/standalone/server.cpp: a C++ server with no Python, a worker of a run.
 //
 // It joins the run its environment names (LINEPROFILER_PROFILE=1, LINEPROFILER_RUN_DIR, exported by
 // any enabled Python profiler to its children, or set by a launcher script), handles N requests
@@ -10,7 +10,6 @@
 //   --wait-for-signal      after the N requests, print "ready" and sleep until a signal ends it
 //   --own-sigterm-handler  install a SIGTERM handler of the program's own before the profiler's: it
 //                          prints "own handler ran" and exits 0 (the profiler flushes, then chains)
-#include <lineprofiler/standalone.hpp>
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <lineprofiler/standalone.hpp>
 #include <string>
 
 namespace {

@@ -1,5 +1,4 @@
-// standalone/front.cpp: the lp_api table: enter, exit, count and current() on the thread's own
-// stack.
+// standalone/front.cpp: the lp_api table over the calling thread's own ThreadState.
 #include "standalone/front.h"
 
 #include <pthread.h>

@@ -1,5 +1,4 @@
-// standalone/front.h: the lp_api function table of a standalone process, over lp_core's
-// ThreadState.
+// standalone/front.h: the lp_api function table of a standalone process, over lp_core.
 //
 // <lineprofiler/accounting.hpp>'s scopes reach these through the table (one per process, valid
 // until it exits). They record into the installed recorder on the calling OS thread's own stack

@@ -1,5 +1,4 @@
-// standalone/identity.h: who and where a standalone worker is, by the rules of
-// accounting/_identity.py.
+// standalone/identity.h: who and where a standalone worker is, by _identity.py's rules.
 //
 // Every rule here mirrors the Python profiler's (src/lineprofiler/accounting/_identity.py and
 // runfile/layout.py) so that a C++ process started next to Python workers joins the same attempt,

@@ -1,5 +1,4 @@
-// standalone/sha1.h: SHA-1 of a byte string (FIPS 180-4), for the run ids Python derives with
-// hashlib.
+// standalone/sha1.h: SHA-1 of a byte string (FIPS 180-4), for launcher-derived run ids.
 #pragma once
 
 #include <string>
