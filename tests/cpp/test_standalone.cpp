@@ -1,5 +1,4 @@
-// tests/cpp/test_standalone.cpp: the standalone Profiler: worker file, threads, signals
-// (ASan/TSan).
+// tests/cpp/test_standalone.cpp: the standalone Profiler: files, threads, signals, fork.
 #include <dirent.h>
 #include <doctest/doctest.h>
 #include <signal.h>

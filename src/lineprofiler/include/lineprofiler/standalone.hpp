@@ -1,5 +1,4 @@
-// lineprofiler/standalone.hpp: a C++ process with no Python as one worker of a run
-// (liblineprofiler.a).
+// lineprofiler/standalone.hpp: a C++ program with no Python as a worker of a run.
 //
 //   #include <lineprofiler/standalone.hpp>
 //   int main() {
