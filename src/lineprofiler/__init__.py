@@ -19,6 +19,7 @@ __all__ = [
     "__version__",
     "get_cmake_dir",
     "get_include",
+    "get_library_dir",
     "load_ipython_extension",
 ]
 
@@ -38,8 +39,12 @@ def get_cmake_dir() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmake")
 
 
-# (get_library_dir(), the directory of liblineprofiler.a for C++ programs without Python, sits
-# beside these two.)
+def get_library_dir() -> str:
+    """The directory of ``liblineprofiler.a``, the static library a C++ program without Python links
+    to be a worker of a run (``lineprofiler::Profiler``, <lineprofiler/standalone.hpp>): pass it as
+    ``-L`` with ``-llineprofiler -pthread -ldl``, or use the CMake target ``lineprofiler::standalone``
+    (see docs/guide/cpp-standalone.md)."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib")
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -1,0 +1,115 @@
+"""The standalone profiler's run identity is the Python profiler's: the same attempt id (from
+LINEPROFILER_RUN_ID, or derived from Slurm, torchrun, Open MPI or PMI), rank, local rank, job id,
+host directory and run directory, computed by each side from the same environment."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import child_env, read_worker, worker_files
+from tests.native.standalone_build import build_direct
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_direct(tmp_path_factory.mktemp("server_identity"))
+
+
+PYTHON_SIDE = """
+import json, os, sys
+from pathlib import Path
+from lineprofiler.accounting import _identity
+run_dir = Path(os.path.abspath(sys.argv[1]))
+print(json.dumps({"run_id": _identity.resolve_run_id(run_dir), "host_dir": _identity.host_name(),
+                  "run_dir": str(run_dir), **_identity.launcher_identity()}))
+"""
+
+CASES: dict[str, dict[str, str]] = {
+    "slurm": {
+        "SLURM_JOB_ID": " 4242 ",
+        "SLURM_RESTART_COUNT": "2",
+        "SLURM_PROCID": "3",
+        "SLURM_LOCALID": "1",
+        "TORCHELASTIC_RESTART_COUNT": "1",
+    },
+    "slurm_unsafe_job_id": {"SLURM_JOB_ID": "42_7[1] é", "SLURM_PROCID": " 0"},
+    "torchrun": {"TORCHELASTIC_RUN_ID": "rdzv-77", "RANK": "5", "LOCAL_RANK": "0"},
+    "mpi": {
+        "PMIX_NAMESPACE": "prterun-node-123@1",
+        "OMPI_COMM_WORLD_RANK": "2",
+        "OMPI_COMM_WORLD_LOCAL_RANK": "2",
+        "OMPI_MCA_orte_hnp_uri": "123.0;tcp://10.0.0.1:4000",
+    },
+    "pmi": {"PMI_RANK": "1", "MPI_LOCALRANKID": "1", "PBS_JOBID": "99.server"},
+    "env_run_id_for_this_dir": {"LINEPROFILER_RUN_ID": "my_run id/x", "SLURM_JOB_ID": "5"},
+    "env_run_id_no_run_dir": {"LINEPROFILER_RUN_ID": "abc", "RANK": "x"},
+    "env_run_id_for_another_dir": {"LINEPROFILER_RUN_ID": "other", "SLURM_JOB_ID": "6"},
+}
+
+
+def identities(server: Path, tmp_path: Path, case: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    env = {"LINEPROFILER_PROFILE": "1", **CASES[case]}
+    run_arg = "sub/../run"  # relative, resolved against the working directory by both
+    if case == "env_run_id_for_this_dir":
+        env["LINEPROFILER_RUN_DIR"] = str(tmp_path / "run") + "/"
+    elif case == "env_run_id_for_another_dir":
+        env["LINEPROFILER_RUN_DIR"] = str(tmp_path / "elsewhere")
+    py = subprocess.run(
+        [sys.executable, "-c", PYTHON_SIDE, run_arg],
+        cwd=tmp_path,
+        env=child_env(env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert py.returncode == 0, py.stderr
+    cpp = subprocess.run(
+        [str(server), "0", "--run-dir", run_arg],
+        cwd=tmp_path,
+        env=child_env(env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert cpp.returncode == 0, cpp.stderr
+    (path,) = worker_files(tmp_path / "run")
+    meta = read_worker(path)["meta"]
+    meta["file"] = path
+    return json.loads(py.stdout), meta
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_same_identity_as_python(server: Path, tmp_path: Path, case: str) -> None:
+    want, meta = identities(server, tmp_path, case)
+    for key in ("run_id", "host_dir", "rank", "rank_source", "local_rank", "job_id"):
+        assert meta[key] == want[key], key
+    assert meta["file"].parent == Path(want["run_dir"]) / "workers" / want["host_dir"]
+    assert meta["file"].name.startswith(f"w_{want['run_id']}_{meta['pid']}_")
+    assert re.fullmatch(r"[0-9a-f]{8}", meta["uuid"])
+
+
+def test_expected_ids(server: Path, tmp_path: Path) -> None:
+    """Ground truth for the derivations, independent of the Python side."""
+    _, meta = identities(server, tmp_path, "slurm")
+    assert meta["run_id"] == "slurm-4242-r2-e1"
+    assert (meta["rank"], meta["rank_source"], meta["local_rank"]) == (3, "SLURM_PROCID", 1)
+    assert meta["job_id"] == " 4242 "
+
+
+def test_fresh_run_id_without_a_launcher(server: Path, tmp_path: Path) -> None:
+    env = child_env({"LINEPROFILER_PROFILE": "1", "LINEPROFILER_RUN_DIR": str(tmp_path / "run")})
+    for var in ("SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "PMIX_NAMESPACE", "PMI_RANK"):
+        env.pop(var, None)
+    proc = subprocess.run([str(server), "0"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    (path,) = worker_files(tmp_path / "run")
+    assert re.fullmatch(r"\d{8}T\d{4}-[0-9a-f]{6}", read_worker(path)["meta"]["run_id"])
