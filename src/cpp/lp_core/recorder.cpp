@@ -430,6 +430,8 @@ std::vector<ThreadSnapshot> Recorder::snapshot_of(const std::vector<ThreadState*
       s.calls = n.calls.load(std::memory_order_relaxed);
       s.wall_ns = n.wall_ns.load(std::memory_order_relaxed);
       s.cpu_ns = n.cpu_ns.load(std::memory_order_relaxed);
+      s.min_wall_ns = n.min_wall_ns.load(std::memory_order_relaxed);
+      s.max_wall_ns = n.max_wall_ns.load(std::memory_order_relaxed);
       s.sample_every = n.sample_every.load(std::memory_order_relaxed);
       for (int b = 0; b < kHistBuckets; ++b) {
         uint64_t c = n.hist[b].load(std::memory_order_relaxed);

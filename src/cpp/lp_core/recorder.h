@@ -64,6 +64,10 @@ struct Node {
   std::atomic<uint64_t> calls{0};
   std::atomic<uint64_t> wall_ns{0};
   std::atomic<uint64_t> cpu_ns{0};
+  // Exact extremes of the measured entries' wall times (unscaled; UINT64_MAX/0 until the first):
+  // what the histogram's quantiles are clamped into when reported.
+  std::atomic<uint64_t> min_wall_ns{UINT64_MAX};
+  std::atomic<uint64_t> max_wall_ns{0};
   std::atomic<uint64_t> hist[kHistBuckets]{};
   // phase(io=True) entries (this thread's /proc counters at the entry's own boundaries), in bytes.
   std::atomic<uint64_t> io_calls{0};   // entries whose two reads succeeded
@@ -341,6 +345,11 @@ class ThreadState {
     uint64_t wall = ticks_to_ns(t1 - f.t0_ticks.load(std::memory_order_relaxed));
     Node& n = nodes_[f.node.load(std::memory_order_relaxed)];
     uint64_t scale = f.scale.load(std::memory_order_relaxed);  // 1 unless sampled
+    // Two compares: single-writer, so a relaxed load and a store when the extreme moves.
+    if (wall < n.min_wall_ns.load(std::memory_order_relaxed))
+      n.min_wall_ns.store(wall, std::memory_order_relaxed);
+    if (wall > n.max_wall_ns.load(std::memory_order_relaxed))
+      n.max_wall_ns.store(wall, std::memory_order_relaxed);
     bump(n.calls, scale);
     bump(n.wall_ns, wall * scale);
     if (__builtin_expect(f.epoch0 != epoch_, 0) && st.is_task) {
@@ -384,9 +393,11 @@ struct NodeSnapshot {
   uint64_t calls = 0;
   uint64_t wall_ns = 0;
   uint64_t cpu_ns = 0;
-  uint64_t open_ns = 0;       // time so far of entries still open at the snapshot
-  uint32_t open_count = 0;    // how many entries of this node are open
-  uint32_t sample_every = 0;  // > 1: values are scaled estimates (one entry in N measured)
+  uint64_t min_wall_ns = UINT64_MAX;  // shortest measured entry (UINT64_MAX: none completed)
+  uint64_t max_wall_ns = 0;           // longest measured entry
+  uint64_t open_ns = 0;               // time so far of entries still open at the snapshot
+  uint32_t open_count = 0;            // how many entries of this node are open
+  uint32_t sample_every = 0;          // > 1: values are scaled estimates (one entry in N measured)
   std::vector<std::pair<uint16_t, uint64_t>> hist;     // sparse (bucket, count)
   std::vector<std::pair<uint32_t, int64_t>> counters;  // (name id, value)
   std::vector<uint32_t> saturated;                     // name ids of counters that saturated
