@@ -118,18 +118,56 @@ inline bool int64_of(PyObject* int_obj, int64_t* n) {
   return true;
 }
 
-// Converts count()'s n; floats are refused (the spec's one deliberate raise).
-bool parse_count_n(PyObject* n_obj, int64_t* n) {
-  if (PyLong_CheckExact(n_obj)) return int64_of(n_obj, n);
-  if (PyFloat_Check(n_obj)) {
+// "torch.Tensor" for a tensor, "float" for a builtin: the type's module-qualified name, or
+// nullptr with an exception set.
+PyObject* type_label(PyObject* obj) {
+  PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(obj));
+  PyObject* qualname = PyObject_GetAttrString(type, "__qualname__");
+  if (!qualname) return nullptr;
+  PyObject* module = PyObject_GetAttrString(type, "__module__");
+  if (!module || !PyUnicode_Check(module) ||
+      PyUnicode_CompareWithASCIIString(module, "builtins") == 0) {
+    PyErr_Clear();
+    Py_XDECREF(module);
+    return qualname;
+  }
+  PyObject* label = PyUnicode_FromFormat("%U.%U", module, qualname);
+  Py_DECREF(module);
+  Py_DECREF(qualname);
+  return label;
+}
+
+// Replaces the TypeError of an n that is not one integer (a float, a float tensor or NumPy float,
+// anything without __index__) with one that names the counter and says counts are integers.
+LP_COLD void refuse_count_n(PyObject* name, PyObject* n_obj) {
+  if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)) return;  // keep the original
+  PyErr_Clear();
+  PyObject* label = type_label(n_obj);
+  PyObject* repr = label ? PyObject_Repr(n_obj) : nullptr;
+  if (repr && PyUnicode_GET_LENGTH(repr) > 80) {  // a big array's repr says nothing more
+    PyObject* head = PyUnicode_Substring(repr, 0, 77);
+    Py_SETREF(repr, head ? PyUnicode_FromFormat("%U...", head) : nullptr);
+    Py_XDECREF(head);
+  }
+  if (repr) {
     PyErr_Format(PyExc_TypeError,
-                 "count() takes an integer n, got float %R: a counter counts events, so pass an "
-                 "int (round it yourself if that is what you mean)",
-                 n_obj);
+                 "count(%R, n=%U): counts are integers, and n is a %U; a counter counts events, "
+                 "so pass an int (round it yourself if that is what you mean)",
+                 name, repr, label);
+  }
+  Py_XDECREF(repr);
+  Py_XDECREF(label);
+}
+
+// Converts count()'s n for the counter name; anything but an integer (a float above all) is
+// refused with TypeError (the spec's one deliberate raise).
+bool parse_count_n(PyObject* name, PyObject* n_obj, int64_t* n) {
+  if (PyLong_CheckExact(n_obj)) return int64_of(n_obj, n);
+  PyObject* index = PyFloat_Check(n_obj) ? nullptr : PyNumber_Index(n_obj);
+  if (!index) {
+    refuse_count_n(name, n_obj);
     return false;
   }
-  PyObject* index = PyNumber_Index(n_obj);
-  if (!index) return false;
   bool ok = int64_of(index, n);
   Py_DECREF(index);
   return ok;
@@ -142,7 +180,7 @@ bool parse_count_args(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames
   if (!parse_params(g_count_params, args, nargs, kwnames, values)) return false;
   *name = values[0];
   *n = 1;
-  return !values[1] || parse_count_n(values[1], n);
+  return !values[1] || parse_count_n(*name, values[1], n);
 }
 
 }  // namespace
