@@ -247,19 +247,38 @@ class ThreadState {
     uint32_t d = st.depth.load(std::memory_order_relaxed);
     uint32_t node = st.base_node;
     uint32_t scale = st.base_scale;
-    bool clamped = false;
     if (d) {
       const Frame& f = st.frames[d - 1];
       node = f.node.load(std::memory_order_relaxed);
       scale = f.scale.load(std::memory_order_relaxed);
     }
-    if (scale > 1) n = scale_count(n, scale, &clamped);
     Counter* c = nodes_[node].last_counter;
-    if (__builtin_expect(c == nullptr || c->name_id != name_id, 0)) {
-      c = find_counter(node, name_id);
-      if (!c) return;  // refused: the thread's counter table is full
+    if (__builtin_expect(scale > 1 || c == nullptr || c->name_id != name_id, 0)) {
+      return count_slow(node, name_id, n, scale);
     }
-    c->add(n, clamped);
+    c->add(n);
+  }
+
+  /// count() on the thread's own stack, for a caller that knows no task stack was ever made on
+  /// this thread (has_task_stacks() false: the own stack is then the active one). The common
+  /// path without asyncio: no active-stack load, and the root's node and scale are constants; a
+  /// new counter or a sampled entry goes out of line. Owner only.
+  inline void count_own(uint32_t name_id, int64_t n) {
+    const PhaseStack& st = own_;
+    if (__builtin_expect(st.skip_token != nullptr, 0)) return;
+    uint32_t d = st.depth.load(std::memory_order_relaxed);
+    uint32_t node = kRootNode;
+    uint32_t scale = 1;
+    if (d) {
+      const Frame& f = st.frames[d - 1];
+      node = f.node.load(std::memory_order_relaxed);
+      scale = f.scale.load(std::memory_order_relaxed);
+    }
+    Counter* c = nodes_[node].last_counter;
+    if (__builtin_expect(scale > 1 || c == nullptr || c->name_id != name_id, 0)) {
+      return count_slow(node, name_id, n, scale);
+    }
+    c->add(n);
   }
 
   /// Name id of the innermost open phase of the active stack (for a task stack with none open,
@@ -320,6 +339,9 @@ class ThreadState {
   uint32_t add_child(uint32_t parent, uint32_t name_id);
   Counter* find_counter(uint32_t node, uint32_t name_id);  // found or added (nullptr: table full)
   Counter* add_counter(uint32_t node, uint32_t name_id);   // sets the hint; nullptr: table full
+  // count()'s rest out of line (a counter not the node's last, or an entry sampled at scale > 1),
+  // so that the inline paths keep no registers across a call.
+  void count_slow(uint32_t node, uint32_t name_id, int64_t n, uint32_t scale);
   void exit_out_of_order(PhaseStack& st, const void* token);
   bool grow(PhaseStack& st);  // doubles st's frames up to kMaxDepth; false when already there
   bool read_io(IoCounters* out);

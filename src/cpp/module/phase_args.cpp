@@ -223,6 +223,12 @@ LP_COLD PyObject* do_count_general(RecorderObject* r, PyObject* const* args, Py_
   Py_RETURN_NONE;
 }
 
+LP_COLD PyObject* count_on_task_stack(RecorderObject* r, lp::ThreadState* ts, uint32_t name_id,
+                                      int64_t n) {
+  if (sync_active_stack(r, ts)) ts->count(name_id, n);
+  Py_RETURN_NONE;
+}
+
 int init_phase_args() {
   for (Params* p : {&g_phase_params, &g_count_params}) {
     for (int j = 0; j < p->count; ++j) {
