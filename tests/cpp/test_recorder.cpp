@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
@@ -136,7 +137,11 @@ TEST_CASE("count() adds to the counter of its name whatever the order of names a
     uint32_t name = names[(state >> 40) % 3];
     int64_t n = int64_t((state >> 20) % 100);
     if (inside) ts->enter(phase, &token);
-    ts->count(name, n);
+    if (i % 2) {
+      ts->count(name, n);
+    } else {
+      ts->count_own(name, n);  // no task stack here: the same counter, by the own-stack path
+    }
     if (inside) ts->exit(&token);
     truth[{inside, name}] += n;
   }
@@ -170,6 +175,38 @@ TEST_CASE("depth overflow is counted, and the tree folds at kMaxNodes") {
   const auto* folded = find(snap[0], {"(folded)"});
   REQUIRE(folded);
   CHECK(folded->calls == ts->folded_entries.load());
+}
+
+TEST_CASE("count_own() scales inside sampled entries and clamps, as count() does") {
+  lp::Recorder rec(lp::RecorderOptions{false});
+  lp::ThreadState* ts = rec.register_thread("main");
+  REQUIRE(!ts->has_task_stacks());
+  uint32_t items = lp::NameTable::instance().intern("own_items");
+  uint32_t big = lp::NameTable::instance().intern("own_big");
+  uint32_t sampled = lp::NameTable::instance().intern("own_sampled");
+  int token;
+  ts->count_own(items, 5);       // root, a new counter (the out-of-line path)
+  ts->count_own(items, 2);       // root, the node's last counter (inline)
+  for (int i = 0; i < 8; ++i) {  // 1 entry in 4 measured, and what it counts scaled by 4
+    if (ts->enter(sampled, &token, 4)) {
+      ts->count_own(items, 3);
+      ts->count_own(big, INT64_MAX / 3);  // x4 saturates
+      ts->exit(&token);
+    } else {
+      ts->count_own(items, 1000);  // a skipped entry counts nothing
+      ts->exit_skipped(&token);
+    }
+  }
+  auto snap = rec.snapshot();
+  std::map<uint32_t, int64_t> root(snap[0].nodes[0].counters.begin(),
+                                   snap[0].nodes[0].counters.end());
+  CHECK(root[items] == 7);
+  const lp::NodeSnapshot* n = find(snap[0], {"own_sampled"});
+  REQUIRE(n);
+  std::map<uint32_t, int64_t> got(n->counters.begin(), n->counters.end());
+  CHECK(got[items] == 2 * 3 * 4);  // two measured entries of eight
+  CHECK(got[big] == INT64_MAX);
+  CHECK(std::find(n->saturated.begin(), n->saturated.end(), big) != n->saturated.end());
 }
 
 TEST_CASE("snapshots race recording threads safely (run under TSan)") {

@@ -239,3 +239,37 @@ def test_a_sync_resolver_that_drops_the_recorder(tmp_path):
             pass
     finally:
         _core.set_sync_resolver(torch_support.cuda_sync_resolver)
+
+
+BAD_CALLS = [
+    (lambda p: p.phase(), "phase() missing required argument 'name'"),
+    (lambda p: p.phase("a", 1, 1, None, 5), "phase() takes at most 4 arguments (name, io=False"),
+    (lambda p: p.phase("a", bogus=1), "phase() got an unexpected or repeated keyword argument"),
+    (lambda p: p.phase("a", False, io=True), "phase() got an unexpected or repeated keyword"),
+    (lambda p: p.count(), "count() missing required argument 'name'"),
+    (lambda p: p.count("a", 1, 2), "count() takes at most 2 arguments (name, n=1)"),
+    (lambda p: p.count("a", m=2), "count() got an unexpected or repeated keyword argument 'm'"),
+    (lambda p: p.count("a", 1, n=2), "count() got an unexpected or repeated keyword argument"),
+]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_phase_and_count_take_keywords_through_one_parser(tmp_path, enabled):
+    with make(tmp_path, enabled=enabled) as p:
+        for call, message in BAD_CALLS:
+            if not enabled and message.startswith("phase()"):
+                continue  # a disabled profiler's phase() returns the no-op scope unchecked
+            with pytest.raises(TypeError) as got:
+                call(p)
+            assert message in str(got.value)
+        with p.phase(name="k", io=False, sync=False, sample=1.0):
+            p.count(name="c", n=3)
+            p.count("c", n=2)
+        with p.phase(**{"".join(["na", "me"]): "k2"}):  # a keyword that is not interned
+            p.count(**{"".join(["n", "ame"]): "c"})
+        tree = p.merged_tree()
+    if enabled:
+        assert tree[("k",)].counters == {"c": 5}
+        assert tree[("k2",)].counters == {"c": 1}
+    else:
+        assert tree == {}

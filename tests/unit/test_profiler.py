@@ -122,6 +122,51 @@ def test_count_with_a_float_raises_type_error(tmp_path, enabled):
             accounting.count("x", 2.0)
 
 
+class _FloatLike:
+    """What a NumPy float scalar is to count(): __float__, and an __index__ that refuses."""
+
+    def __float__(self) -> float:
+        return 2.5
+
+    def __index__(self) -> int:
+        raise TypeError("'_FloatLike' object cannot be interpreted as an integer")
+
+    def __repr__(self) -> str:
+        return "_FloatLike(2.5)"
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_count_with_a_float_tensor_names_the_counter_and_says_counts_are_integers(
+    tmp_path, enabled
+):
+    torch = pytest.importorskip("torch")
+    big = torch.full((1000,), 0.5)
+    cases = [
+        (torch.tensor(2.5), "torch.Tensor"),
+        (torch.tensor(3.0, dtype=torch.float64), "torch.Tensor"),  # integral, still a float
+        (torch.tensor([1.0, 2.0]), "torch.Tensor"),
+        (big, "torch.Tensor"),
+        (1.5, "float"),
+        (_FloatLike(), "_FloatLike"),
+    ]
+    with make(tmp_path, enabled=enabled) as p:
+        for n, type_name in cases:
+            for count, kw in ((p.count, False), (accounting.count, True)):
+                with pytest.raises(TypeError) as got:
+                    count("tokens", n=n) if kw else count("tokens", n)
+                message = str(got.value)
+                assert message.startswith("count('tokens', n=")
+                assert "counts are integers" in message and type_name in message
+                assert len(message) < 300  # a big tensor's repr is cut short
+        p.count("tokens", torch.tensor(7))  # an integer tensor is a count
+        p.count("tokens", n=torch.tensor(5, dtype=torch.int32))
+        tree = p.merged_tree()
+    if enabled:
+        assert tree[()].counters == {"tokens": 12}
+    else:
+        assert tree == {}
+
+
 def test_disabled_profiler_records_and_writes_nothing(tmp_path):
     p = Profiler(run_dir=tmp_path / "run", enabled=False)
     with p.phase("x"):

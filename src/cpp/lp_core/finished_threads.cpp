@@ -54,6 +54,8 @@ void add_node(NodeSnapshot& into, const NodeSnapshot& from) {
   into.calls = add_sat(into.calls, from.calls);
   into.wall_ns = add_sat(into.wall_ns, from.wall_ns);
   into.cpu_ns = add_sat(into.cpu_ns, from.cpu_ns);
+  into.min_wall_ns = std::min(into.min_wall_ns, from.min_wall_ns);
+  into.max_wall_ns = std::max(into.max_wall_ns, from.max_wall_ns);
   into.open_ns = add_sat(into.open_ns, from.open_ns);
   into.open_count += from.open_count;
   into.sample_every = std::max(into.sample_every, from.sample_every);

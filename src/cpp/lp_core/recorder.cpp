@@ -101,6 +101,17 @@ Counter* ThreadState::find_counter(uint32_t node, uint32_t name_id) {
   return add_counter(node, name_id);
 }
 
+void ThreadState::count_slow(uint32_t node, uint32_t name_id, int64_t n, uint32_t scale) {
+  bool clamped = false;
+  if (scale > 1) n = scale_count(n, scale, &clamped);
+  Counter* c = nodes_[node].last_counter;
+  if (c == nullptr || c->name_id != name_id) {
+    c = find_counter(node, name_id);
+    if (!c) return;  // refused: the thread's counter table is full
+  }
+  c->add(n, clamped);
+}
+
 Counter* ThreadState::add_counter(uint32_t node, uint32_t name_id) {
   std::lock_guard<std::mutex> lock(struct_mu_);
   if (counters_.full()) {  // absurdly many counter names: refused and counted, never misrouted
@@ -430,6 +441,8 @@ std::vector<ThreadSnapshot> Recorder::snapshot_of(const std::vector<ThreadState*
       s.calls = n.calls.load(std::memory_order_relaxed);
       s.wall_ns = n.wall_ns.load(std::memory_order_relaxed);
       s.cpu_ns = n.cpu_ns.load(std::memory_order_relaxed);
+      s.min_wall_ns = n.min_wall_ns.load(std::memory_order_relaxed);
+      s.max_wall_ns = n.max_wall_ns.load(std::memory_order_relaxed);
       s.sample_every = n.sample_every.load(std::memory_order_relaxed);
       for (int b = 0; b < kHistBuckets; ++b) {
         uint64_t c = n.hist[b].load(std::memory_order_relaxed);

@@ -64,6 +64,10 @@ struct Node {
   std::atomic<uint64_t> calls{0};
   std::atomic<uint64_t> wall_ns{0};
   std::atomic<uint64_t> cpu_ns{0};
+  // Exact extremes of the measured entries' wall times (unscaled; UINT64_MAX/0 until the first):
+  // what the histogram's quantiles are clamped into when reported.
+  std::atomic<uint64_t> min_wall_ns{UINT64_MAX};
+  std::atomic<uint64_t> max_wall_ns{0};
   std::atomic<uint64_t> hist[kHistBuckets]{};
   // phase(io=True) entries (this thread's /proc counters at the entry's own boundaries), in bytes.
   std::atomic<uint64_t> io_calls{0};   // entries whose two reads succeeded
@@ -243,19 +247,38 @@ class ThreadState {
     uint32_t d = st.depth.load(std::memory_order_relaxed);
     uint32_t node = st.base_node;
     uint32_t scale = st.base_scale;
-    bool clamped = false;
     if (d) {
       const Frame& f = st.frames[d - 1];
       node = f.node.load(std::memory_order_relaxed);
       scale = f.scale.load(std::memory_order_relaxed);
     }
-    if (scale > 1) n = scale_count(n, scale, &clamped);
     Counter* c = nodes_[node].last_counter;
-    if (__builtin_expect(c == nullptr || c->name_id != name_id, 0)) {
-      c = find_counter(node, name_id);
-      if (!c) return;  // refused: the thread's counter table is full
+    if (__builtin_expect(scale > 1 || c == nullptr || c->name_id != name_id, 0)) {
+      return count_slow(node, name_id, n, scale);
     }
-    c->add(n, clamped);
+    c->add(n);
+  }
+
+  /// count() on the thread's own stack, for a caller that knows no task stack was ever made on
+  /// this thread (has_task_stacks() false: the own stack is then the active one). The common
+  /// path without asyncio: no active-stack load, and the root's node and scale are constants; a
+  /// new counter or a sampled entry goes out of line. Owner only.
+  inline void count_own(uint32_t name_id, int64_t n) {
+    const PhaseStack& st = own_;
+    if (__builtin_expect(st.skip_token != nullptr, 0)) return;
+    uint32_t d = st.depth.load(std::memory_order_relaxed);
+    uint32_t node = kRootNode;
+    uint32_t scale = 1;
+    if (d) {
+      const Frame& f = st.frames[d - 1];
+      node = f.node.load(std::memory_order_relaxed);
+      scale = f.scale.load(std::memory_order_relaxed);
+    }
+    Counter* c = nodes_[node].last_counter;
+    if (__builtin_expect(scale > 1 || c == nullptr || c->name_id != name_id, 0)) {
+      return count_slow(node, name_id, n, scale);
+    }
+    c->add(n);
   }
 
   /// Name id of the innermost open phase of the active stack (for a task stack with none open,
@@ -316,6 +339,9 @@ class ThreadState {
   uint32_t add_child(uint32_t parent, uint32_t name_id);
   Counter* find_counter(uint32_t node, uint32_t name_id);  // found or added (nullptr: table full)
   Counter* add_counter(uint32_t node, uint32_t name_id);   // sets the hint; nullptr: table full
+  // count()'s rest out of line (a counter not the node's last, or an entry sampled at scale > 1),
+  // so that the inline paths keep no registers across a call.
+  void count_slow(uint32_t node, uint32_t name_id, int64_t n, uint32_t scale);
   void exit_out_of_order(PhaseStack& st, const void* token);
   bool grow(PhaseStack& st);  // doubles st's frames up to kMaxDepth; false when already there
   bool read_io(IoCounters* out);
@@ -341,6 +367,11 @@ class ThreadState {
     uint64_t wall = ticks_to_ns(t1 - f.t0_ticks.load(std::memory_order_relaxed));
     Node& n = nodes_[f.node.load(std::memory_order_relaxed)];
     uint64_t scale = f.scale.load(std::memory_order_relaxed);  // 1 unless sampled
+    // Two compares: single-writer, so a relaxed load and a store when the extreme moves.
+    if (wall < n.min_wall_ns.load(std::memory_order_relaxed))
+      n.min_wall_ns.store(wall, std::memory_order_relaxed);
+    if (wall > n.max_wall_ns.load(std::memory_order_relaxed))
+      n.max_wall_ns.store(wall, std::memory_order_relaxed);
     bump(n.calls, scale);
     bump(n.wall_ns, wall * scale);
     if (__builtin_expect(f.epoch0 != epoch_, 0) && st.is_task) {
@@ -384,9 +415,11 @@ struct NodeSnapshot {
   uint64_t calls = 0;
   uint64_t wall_ns = 0;
   uint64_t cpu_ns = 0;
-  uint64_t open_ns = 0;       // time so far of entries still open at the snapshot
-  uint32_t open_count = 0;    // how many entries of this node are open
-  uint32_t sample_every = 0;  // > 1: values are scaled estimates (one entry in N measured)
+  uint64_t min_wall_ns = UINT64_MAX;  // shortest measured entry (UINT64_MAX: none completed)
+  uint64_t max_wall_ns = 0;           // longest measured entry
+  uint64_t open_ns = 0;               // time so far of entries still open at the snapshot
+  uint32_t open_count = 0;            // how many entries of this node are open
+  uint32_t sample_every = 0;          // > 1: values are scaled estimates (one entry in N measured)
   std::vector<std::pair<uint16_t, uint64_t>> hist;     // sparse (bucket, count)
   std::vector<std::pair<uint32_t, int64_t>> counters;  // (name id, value)
   std::vector<uint32_t> saturated;                     // name ids of counters that saturated

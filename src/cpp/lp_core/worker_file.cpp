@@ -100,6 +100,12 @@ void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<
     } else {
       out.append("null");
     }
+    if (n.min_wall_ns <= n.max_wall_ns) {  // exact extremes of the measured entries
+      out.append(",\"min_wall_ns\":");
+      append_json_uint(out, n.min_wall_ns);
+      out.append(",\"max_wall_ns\":");
+      append_json_uint(out, n.max_wall_ns);
+    }
     if (n.synthetic) out.append(",\"synthetic\":true");  // the recorder's own "(folded)" node
     if (n.async_calls) {  // entries that spanned an await: wall in wall_ns, CPU in no cpu_ns
       out.append(",\"async_calls\":");

@@ -109,8 +109,6 @@ NB_MODULE(_core, m) {
       },
       nb::arg("mode"),
       "Probe again with mode; recorders made afterwards use the new tier (tests, benchmarks).");
-  m.def("thread_cpu_ns", &lp::thread_cpu_syscall_ns,
-        "CLOCK_THREAD_CPUTIME_ID of the calling thread, in ns (the system call).");
   nb::class_<lp::ThreadCpuClock>(
       m, "ThreadCpuClock", "A thread-CPU clock of one tier; use it on the thread that made it.")
       .def(

@@ -24,14 +24,6 @@ LP_COLD void run_join_hook() {
   Py_DECREF(hook);
 }
 
-PyObject* null_phase(PyObject*, PyObject* const*, Py_ssize_t, PyObject*) {
-  return null_scope();
-}
-
-PyObject* null_count(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return do_count(nullptr, args, nargs, kwnames);
-}
-
 PyObject* installed_phase(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   if (!g_installed && g_join_hook) run_join_hook();
   return phase_on(g_installed, args, nargs, kwnames);
@@ -76,9 +68,6 @@ PyObject* get_installed(PyObject*, PyObject*) {
 }
 
 PyMethodDef installed_functions[] = {
-    {"null_phase", LP_FASTCALL_KW(null_phase), "phase() of a disabled profiler: a no-op scope."},
-    {"null_count", LP_FASTCALL_KW(null_count),
-     "count() of a disabled profiler: checks n, records nothing."},
     {"installed_phase", LP_FASTCALL_KW(installed_phase),
      "phase() on the installed recorder, or a no-op scope when none is installed."},
     {"installed_count", LP_FASTCALL_KW(installed_count),

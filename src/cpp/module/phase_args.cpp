@@ -1,5 +1,5 @@
-// module/phase_args.cpp: the general (any-arguments) paths of phase() and count(), and their
-// keyword parsing.
+// module/phase_args.cpp: the general (any-arguments) paths of phase() and count(), and the one
+// keyword parser both use.
 #include <cmath>
 #include <cstdint>
 
@@ -8,10 +8,68 @@
 namespace lp_module {
 namespace {
 
-PyObject* g_kw_io = nullptr;  // interned keyword names of phase()
-PyObject* g_kw_sync = nullptr;
-PyObject* g_kw_sample = nullptr;
-PyObject* g_kw_name = nullptr;
+// ---------------------------------------------------------------------------------------------
+// The one keyword parser of phase() and count(): each parameter by position or by keyword.
+
+constexpr int kMaxParams = 4;
+
+struct Params {
+  const char* call;                // "phase()" or "count()", for messages
+  const char* signature;           // "(name, n=1)", for messages
+  int count;                       // parameters; the first (name) is required
+  const char* names[kMaxParams];   // their keyword names
+  PyObject* interned[kMaxParams];  // the same, interned (init_phase_args)
+};
+
+Params g_phase_params = {"phase()",
+                         "(name, io=False, sync=False, sample=None)",
+                         4,
+                         {"name", "io", "sync", "sample"},
+                         {}};
+Params g_count_params = {"count()", "(name, n=1)", 2, {"name", "n"}, {}};
+
+// The slot of keyword key in p (matched by identity with the interned name, which is what a call
+// site's keyword is, else by value), or -1.
+int param_slot(const Params& p, PyObject* key) {
+  for (int j = 0; j < p.count; ++j) {
+    if (key == p.interned[j]) return j;
+  }
+  for (int j = 0; j < p.count; ++j) {
+    if (PyUnicode_Check(key) && PyUnicode_CompareWithASCIIString(key, p.names[j]) == 0) return j;
+  }
+  return -1;
+}
+
+// Fills values[0..p.count) from a METH_FASTCALL | METH_KEYWORDS call (nullptr: not given).
+// Returns false with TypeError set on too many arguments, an unknown or repeated keyword, or no
+// name.
+bool parse_params(const Params& p, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+                  PyObject** values) {
+  for (int j = 0; j < p.count; ++j) values[j] = nullptr;
+  if (nargs > p.count) {
+    PyErr_Format(PyExc_TypeError, "%s takes at most %d arguments %s", p.call, p.count, p.signature);
+    return false;
+  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) values[i] = args[i];
+  if (kwnames) {
+    Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0; k < nkw; ++k) {
+      PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+      int slot = param_slot(p, key);
+      if (slot < 0 || values[slot]) {
+        PyErr_Format(PyExc_TypeError, "%s got an unexpected or repeated keyword argument %R",
+                     p.call, key);
+        return false;
+      }
+      values[slot] = args[nargs + k];
+    }
+  }
+  if (!values[0]) {
+    PyErr_Format(PyExc_TypeError, "%s missing required argument '%s'", p.call, p.names[0]);
+    return false;
+  }
+  return true;
+}
 
 // Stride of sample=rate: 1 entry in round(1/rate); None or 1.0 measure every entry.
 bool parse_sample(PyObject* rate_obj, uint32_t* every) {
@@ -35,33 +93,8 @@ bool parse_sample(PyObject* rate_obj, uint32_t* every) {
 // Returns false with an exception set on a bad call.
 bool parse_phase_options(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
                          PyObject** name, uint32_t* flags, uint32_t* sample_every) {
-  static const char* const kNames[] = {"name", "io", "sync", "sample"};
-  PyObject* values[4] = {nullptr, nullptr, nullptr, nullptr};
-  if (nargs > 4) {
-    PyErr_SetString(PyExc_TypeError, "phase() takes at most 4 arguments");
-    return false;
-  }
-  for (Py_ssize_t i = 0; i < nargs; ++i) values[i] = args[i];
-  if (kwnames) {
-    Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
-    for (Py_ssize_t k = 0; k < nkw; ++k) {
-      PyObject* key = PyTuple_GET_ITEM(kwnames, k);
-      int slot = key == g_kw_sample ? 3 : key == g_kw_io ? 1 : key == g_kw_sync ? 2 : -1;
-      for (int j = 0; slot < 0 && j < 4; ++j) {
-        if (PyUnicode_CompareWithASCIIString(key, kNames[j]) == 0) slot = j;
-      }
-      if (slot < 0 || values[slot]) {
-        PyErr_Format(PyExc_TypeError, "phase() got an unexpected or repeated keyword argument %R",
-                     key);
-        return false;
-      }
-      values[slot] = args[nargs + k];
-    }
-  }
-  if (!values[0]) {
-    PyErr_SetString(PyExc_TypeError, "phase() missing required argument 'name'");
-    return false;
-  }
+  PyObject* values[kMaxParams];
+  if (!parse_params(g_phase_params, args, nargs, kwnames, values)) return false;
   *name = values[0];
   *flags = 0;
   if (values[1] && PyObject_IsTrue(values[1]) == 1) *flags |= kScopeIo;
@@ -85,52 +118,69 @@ inline bool int64_of(PyObject* int_obj, int64_t* n) {
   return true;
 }
 
-// Converts count()'s n; floats are refused (the spec's one deliberate raise).
-bool parse_count_n(PyObject* n_obj, int64_t* n) {
-  if (PyLong_CheckExact(n_obj)) return int64_of(n_obj, n);
-  if (PyFloat_Check(n_obj)) {
+// "torch.Tensor" for a tensor, "float" for a builtin: the type's module-qualified name, or
+// nullptr with an exception set.
+PyObject* type_label(PyObject* obj) {
+  PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(obj));
+  PyObject* qualname = PyObject_GetAttrString(type, "__qualname__");
+  if (!qualname) return nullptr;
+  PyObject* module = PyObject_GetAttrString(type, "__module__");
+  if (!module || !PyUnicode_Check(module) ||
+      PyUnicode_CompareWithASCIIString(module, "builtins") == 0) {
+    PyErr_Clear();
+    Py_XDECREF(module);
+    return qualname;
+  }
+  PyObject* label = PyUnicode_FromFormat("%U.%U", module, qualname);
+  Py_DECREF(module);
+  Py_DECREF(qualname);
+  return label;
+}
+
+// Replaces the TypeError of an n that is not one integer (a float, a float tensor or NumPy float,
+// anything without __index__) with one that names the counter and says counts are integers.
+LP_COLD void refuse_count_n(PyObject* name, PyObject* n_obj) {
+  if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)) return;  // keep the original
+  PyErr_Clear();
+  PyObject* label = type_label(n_obj);
+  PyObject* repr = label ? PyObject_Repr(n_obj) : nullptr;
+  if (repr && PyUnicode_GET_LENGTH(repr) > 80) {  // a big array's repr says nothing more
+    PyObject* head = PyUnicode_Substring(repr, 0, 77);
+    Py_SETREF(repr, head ? PyUnicode_FromFormat("%U...", head) : nullptr);
+    Py_XDECREF(head);
+  }
+  if (repr) {
     PyErr_Format(PyExc_TypeError,
-                 "count() takes an integer n, got float %R: a counter counts events, so pass an "
-                 "int (round it yourself if that is what you mean)",
-                 n_obj);
+                 "count(%R, n=%U): counts are integers, and n is a %U; a counter counts events, "
+                 "so pass an int (round it yourself if that is what you mean)",
+                 name, repr, label);
+  }
+  Py_XDECREF(repr);
+  Py_XDECREF(label);
+}
+
+// Converts count()'s n for the counter name; anything but an integer (a float above all) is
+// refused with TypeError (the spec's one deliberate raise).
+bool parse_count_n(PyObject* name, PyObject* n_obj, int64_t* n) {
+  if (PyLong_CheckExact(n_obj)) return int64_of(n_obj, n);
+  PyObject* index = PyFloat_Check(n_obj) ? nullptr : PyNumber_Index(n_obj);
+  if (!index) {
+    refuse_count_n(name, n_obj);
     return false;
   }
-  PyObject* index = PyNumber_Index(n_obj);
-  if (!index) return false;
   bool ok = int64_of(index, n);
   Py_DECREF(index);
   return ok;
 }
 
+// Parses count(name, n=1). Returns false with an exception set on a bad call.
 bool parse_count_args(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObject** name,
                       int64_t* n) {
-  PyObject* values[2] = {nullptr, nullptr};
-  if (nargs > 2) {
-    PyErr_SetString(PyExc_TypeError, "count() takes at most 2 arguments (name, n=1)");
-    return false;
-  }
-  for (Py_ssize_t i = 0; i < nargs; ++i) values[i] = args[i];
-  if (kwnames) {
-    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); ++k) {
-      PyObject* key = PyTuple_GET_ITEM(kwnames, k);
-      int slot = PyUnicode_CompareWithASCIIString(key, "name") == 0 ? 0
-                 : PyUnicode_CompareWithASCIIString(key, "n") == 0  ? 1
-                                                                    : -1;
-      if (slot < 0 || values[slot]) {
-        PyErr_Format(PyExc_TypeError, "count() got an unexpected or repeated keyword argument %R",
-                     key);
-        return false;
-      }
-      values[slot] = args[nargs + k];
-    }
-  }
-  if (!values[0]) {
-    PyErr_SetString(PyExc_TypeError, "count() missing required argument 'name'");
-    return false;
-  }
+  PyObject* values[kMaxParams];
+  if (!parse_params(g_count_params, args, nargs, kwnames, values)) return false;
   *name = values[0];
   *n = 1;
-  return !values[1] || parse_count_n(values[1], n);
+  return !values[1] || parse_count_n(*name, values[1], n);
 }
 
 }  // namespace
@@ -173,12 +223,20 @@ LP_COLD PyObject* do_count_general(RecorderObject* r, PyObject* const* args, Py_
   Py_RETURN_NONE;
 }
 
+LP_COLD PyObject* count_on_task_stack(RecorderObject* r, lp::ThreadState* ts, uint32_t name_id,
+                                      int64_t n) {
+  if (sync_active_stack(r, ts)) ts->count(name_id, n);
+  Py_RETURN_NONE;
+}
+
 int init_phase_args() {
-  g_kw_io = PyUnicode_InternFromString("io");
-  g_kw_sync = PyUnicode_InternFromString("sync");
-  g_kw_sample = PyUnicode_InternFromString("sample");
-  g_kw_name = PyUnicode_InternFromString("name");
-  return g_kw_io && g_kw_sync && g_kw_sample && g_kw_name ? 0 : -1;
+  for (Params* p : {&g_phase_params, &g_count_params}) {
+    for (int j = 0; j < p->count; ++j) {
+      p->interned[j] = PyUnicode_InternFromString(p->names[j]);
+      if (!p->interned[j]) return -1;
+    }
+  }
+  return 0;
 }
 
 }  // namespace lp_module

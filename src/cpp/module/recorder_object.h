@@ -279,6 +279,10 @@ inline PyObject* phase_on(RecorderObject* r, PyObject* const* args, Py_ssize_t n
   return make_scope(r, args, nargs, kwnames);
 }
 
+/// count() of n on name_id on a thread where an asyncio task made a stack: the calling task's
+/// stack is made active first (out of line). Returns None (a new reference).
+PyObject* count_on_task_stack(RecorderObject* r, lp::ThreadState* ts, uint32_t name_id, int64_t n);
+
 /// count() on r (nullptr: none bound or installed, which still checks n), any call. Returns None
 /// (a new reference), or nullptr with an exception set.
 PyObject* do_count_general(RecorderObject* r, PyObject* const* args, Py_ssize_t nargs,
@@ -300,9 +304,12 @@ inline PyObject* do_count(RecorderObject* r, PyObject* const* args, Py_ssize_t n
     return do_count_general(r, args, nargs, kwnames);
   }
   // Until a task made a stack on this thread, the thread's own stack is the only one (a task's
-  // first stack would nest under its top, so a count lands on the same node either way).
-  if (__builtin_expect(ts->has_task_stacks(), 0) && !sync_active_stack(r, ts)) Py_RETURN_NONE;
-  ts->count(entry.id, n);
+  // first stack would nest under its top, so a count lands on the same node either way): counted
+  // there with no context check; otherwise the calling task's stack is found out of line.
+  if (__builtin_expect(ts->has_task_stacks(), 0)) {
+    return count_on_task_stack(r, ts, entry.id, n);
+  }
+  ts->count_own(entry.id, n);
   Py_RETURN_NONE;
 }
 

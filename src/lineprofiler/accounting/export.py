@@ -77,6 +77,8 @@ def phase_delta(now: PhaseStats, before: PhaseStats | None) -> PhaseStats | None
             hist=now.hist.minus(_EMPTY.hist),
             counters={k: v for k, v in now.counters.items() if v != 0},
             sample_every=now.sample_every,
+            min_wall_ns=now.min_wall_ns,  # the whole history is the interval: exact
+            max_wall_ns=now.max_wall_ns,
         )
     calls = now.calls - before.calls
     counters = {}

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from lineprofiler.report.model import MergedPhase, Path_, Unreadable
 from lineprofiler.runfile.layout import run_id_from_name
+from lineprofiler.runfile.stats import merged_extremes
 from lineprofiler.runfile.worker_doc import (
     PhaseRecord,
     Worker,
@@ -86,6 +87,15 @@ class Partial:
             m = tree.get(path)
             if m is None:
                 m = tree[path] = MergedPhase()
+            if rec.calls:
+                m.min_wall_ns, m.max_wall_ns = merged_extremes(
+                    m.calls,
+                    m.min_wall_ns,
+                    m.max_wall_ns,
+                    rec.calls,
+                    rec.min_wall_ns,
+                    rec.max_wall_ns,
+                )
             m.calls += rec.calls
             wall = rec.wall_ns
             open_ns = rec.open_ns

@@ -103,8 +103,8 @@ def metric_interval(row: PhaseRow, metric: str) -> tuple[float, float, float] | 
         return max(0.0, v * (1 - rel)), v, v * (1 + rel)
     q = _QUANTILE[metric]
     d = GATE_Z * math.sqrt(q * (1 - q) / n)
-    lo = s.hist.quantile(max(0.0, q - d))
-    hi = s.hist.quantile(min(1.0, q + d))
+    lo = s.quantile(max(0.0, q - d))
+    hi = s.quantile(min(1.0, q + d))
     return min(lo, v), v, max(hi, v)
 
 

@@ -102,6 +102,8 @@ def _partial_sum(part: Partial) -> PartialSum:
                 synthetic=m.synthetic,
                 async_calls=m.async_calls,
                 async_wall_ns=m.async_wall_ns,
+                min_wall_ns=m.min_wall_ns,
+                max_wall_ns=m.max_wall_ns,
             )
             for path, m in tree.items()
         ]
@@ -149,6 +151,8 @@ def _partial(run_dir: Path, ps: PartialSum) -> Partial | None:
                 synthetic=s.synthetic,
                 async_calls=s.async_calls,
                 async_wall_ns=s.async_wall_ns,
+                min_wall_ns=s.min_wall_ns,
+                max_wall_ns=s.max_wall_ns,
             )
     for ws in ps.workers:
         parts = Path(ws.path).parts

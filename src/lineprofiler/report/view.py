@@ -52,7 +52,7 @@ class PhaseRow:
     def q(self, quantile: float) -> float | None:
         if self.stats.thread_node or self.stats.calls == 0:
             return None
-        v = self.stats.hist.quantile(quantile)
+        v = self.stats.quantile(quantile)
         return None if math.isnan(v) else v
 
     @property

@@ -30,6 +30,11 @@ def bucket_value(b: int) -> float:
     return _BUCKET_VALUE[b]
 
 
+def rank_of(q: float, total: int) -> int:
+    """The 1-based rank of quantile ``q`` in [0, 1] among ``total`` entries: ceil(q * total)."""
+    return max(1, math.ceil(min(max(q, 0.0), 1.0) * total))
+
+
 @dataclass
 class Histogram:
     """Sparse bucket counts of entry wall times (bucket index -> count)."""
@@ -65,7 +70,7 @@ class Histogram:
         total = self.count
         if total == 0:
             return math.nan
-        rank = max(1, math.ceil(min(max(q, 0.0), 1.0) * total))
+        rank = rank_of(q, total)
         seen = 0
         for b in sorted(self.buckets):
             seen += self.buckets[b]
@@ -79,6 +84,26 @@ class Histogram:
         if total == 0:
             return math.nan
         return sum(_BUCKET_VALUE[b] * c for b, c in self.buckets.items()) / total
+
+
+def merged_extremes(
+    calls: int,
+    lo: int | None,
+    hi: int | None,
+    other_calls: int,
+    other_lo: int | None,
+    other_hi: int | None,
+) -> tuple[int | None, int | None]:
+    """(min, max) entry wall time of two aggregates merged: the min of the minima and the max of
+    the maxima. An aggregate without entries adds nothing; one with entries but no extremes (a
+    file written before they were recorded) makes them unknown (None)."""
+    if not other_calls:
+        return lo, hi
+    if not calls:
+        return other_lo, other_hi
+    if lo is None or hi is None or other_lo is None or other_hi is None:
+        return None, None
+    return min(lo, other_lo), max(hi, other_hi)
 
 
 @dataclass
@@ -95,6 +120,8 @@ class PhaseStats:
     ``io`` holds the exact byte sums of ``phase(io=True)`` entries (None: no such entry).
     ``thread_node`` marks the synthetic node a thread name becomes under ``thread_names=True``
     (its times are the sum of that thread's top-level phases; it has no entries of its own).
+    ``min_wall_ns``/``max_wall_ns`` are the exact shortest and longest measured entry (None: not
+    known, as in files written before they were recorded); ``quantile`` clamps into them.
     """
 
     calls: int = 0
@@ -120,6 +147,23 @@ class PhaseStats:
 
     async_calls: int = 0
     async_wall_ns: int = 0
+    min_wall_ns: int | None = None
+    max_wall_ns: int | None = None
+
+    def quantile(self, q: float) -> float:
+        """Quantile ``q`` of the entries' wall times in ns (NaN without entries): the histogram's,
+        clamped into the exact [min, max] where known, so it never lies outside what was seen;
+        the first and last rank are the exact min and max themselves."""
+        v = self.hist.quantile(q)
+        lo, hi = self.min_wall_ns, self.max_wall_ns
+        if lo is None or hi is None or math.isnan(v):
+            return v
+        rank = rank_of(q, self.hist.count)
+        if rank >= self.hist.count:
+            return float(hi)
+        if rank == 1:
+            return float(lo)
+        return float(min(max(v, lo), hi))
 
     @property
     def estimated(self) -> bool:
@@ -141,6 +185,14 @@ class PhaseStats:
         return w / self.wall_ns
 
     def add(self, other: PhaseStats) -> None:
+        self.min_wall_ns, self.max_wall_ns = merged_extremes(
+            self.calls,
+            self.min_wall_ns,
+            self.max_wall_ns,
+            other.calls,
+            other.min_wall_ns,
+            other.max_wall_ns,
+        )
         self.calls += other.calls
         self.wall_ns += other.wall_ns
         self.self_ns += other.self_ns
@@ -180,4 +232,10 @@ class PhaseStats:
             sample_every=int(rec.get("sample_every", 0)),
             async_calls=int(rec.get("async_calls", 0)),
             async_wall_ns=int(rec.get("async_wall_ns", 0)),
+            min_wall_ns=_opt_int(rec.get("min_wall_ns")),
+            max_wall_ns=_opt_int(rec.get("max_wall_ns")),
         )
+
+
+def _opt_int(value: object) -> int | None:
+    return None if value is None else int(value)

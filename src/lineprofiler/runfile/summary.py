@@ -43,6 +43,8 @@ class PhaseSum(msgspec.Struct, array_like=True, gc=False):
     synthetic: bool = False  # the recorder's own "(folded)" node
     async_calls: Ns = 0
     async_wall_ns: Ns = 0
+    min_wall_ns: Ns | None = None  # exact shortest entry (None: unknown, or an older summary)
+    max_wall_ns: Ns | None = None
 
 
 class WorkerSum(msgspec.Struct, gc=False):

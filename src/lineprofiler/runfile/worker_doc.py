@@ -61,6 +61,8 @@ class PhaseRec(msgspec.Struct, gc=False):
     io: dict[str, Any] | None = None  # integer byte sums; other (future) fields are ignored
     counters_saturated: list[str] = []  # counters whose sum reached the int64 range: bounds
     synthetic: bool = False  # the recorder's own "(folded)" node, not a phase of that name
+    min_wall_ns: Ns | None = None  # exact shortest measured entry (absent in older files)
+    max_wall_ns: Ns | None = None  # exact longest measured entry
 
 
 class _Thread(msgspec.Struct):
@@ -396,6 +398,8 @@ def stats_of(rec: PhaseRec, every: int, thread_node: bool, io: dict[str, int] | 
         synthetic=rec.synthetic,
         async_calls=rec.async_calls,
         async_wall_ns=rec.async_wall_ns,
+        min_wall_ns=rec.min_wall_ns,
+        max_wall_ns=rec.max_wall_ns,
     )
 
 
