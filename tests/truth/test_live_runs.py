@@ -105,6 +105,7 @@ def test_gone_checks_this_hosts_pids_only(pids):
 
     assert merge._gone(W(HERE, dead), HERE) is True
     assert merge._gone(W(HERE, alive), HERE) is False
+    time.sleep(0.5)  # a signal, had one been sent, has been delivered by now
     assert os.waitpid(alive, os.WNOHANG) == (0, 0)  # asked, not signalled: still running
     assert merge._gone(W("other", dead), HERE) is False
     # pid 1 exists on every Linux host (init); as another user it answers EPERM: still there

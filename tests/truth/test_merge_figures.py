@@ -9,6 +9,8 @@ durations, counts and times the test chose.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from lineprofiler.accounting import merge_run
@@ -64,8 +66,44 @@ def test_open_async_and_saturated_fields_are_summed_over_processes(tmp_path):
     role = m.roles["actor"]
     times = sorted(role.worker_time_ns(i, ("step",)) for i in range(2))
     assert times == [4 * S, 7 * S]
-    assert role.worker_time_ns(5, ("step",)) == 0  # no such worker
+    assert role.worker_time_ns(2, ("step",)) == 0  # no such worker (one past the last)
+    assert role.worker_time_ns(5, ("step",)) == 0
     assert role.worker_time_ns(0, ("never",)) == 0
+
+
+def test_a_process_time_sums_its_threads(tmp_path):
+    run = tmp_path / "run"
+    two = [("MainThread", [Ph(("x",), [S])]), ("loader", [Ph(("x",), [2 * S])])]
+    write_worker(run, worker_doc(role="a", pid=1, threads=two))
+    write_worker(run, worker_doc(role="a", pid=2, threads=[Ph(("x",), [S])]))
+    role = merge_run(run).roles["a"]
+    assert sorted(role.worker_time_ns(i, ("x",)) for i in range(2)) == [S, 3 * S]
+
+
+def test_a_duplicated_worker_file_is_counted_once(tmp_path):
+    run = tmp_path / "run"
+    doc = worker_doc(role="a", pid=1, threads=[Ph(("x",), [S])])
+    kept = write_worker(run, doc)
+    write_worker(run, doc, name=f"w_{RUN_ID}_1_copy0001.json")
+    m = merge_run(run)
+    assert m.processes == 1 and m.tree[("x",)].calls == 1
+    assert len(m.duplicates) == 1 and kept.name in " ".join(m.duplicates[0])
+
+
+def test_an_unreadable_file_belongs_to_the_attempt_its_mtime_falls_in(tmp_path):
+    import os
+
+    run = tmp_path / "run"
+    old, new = "20261202T1400-aaaaaa", "20261202T1500-bbbbbb"
+    write_worker(run, worker_doc(role="a", pid=1, run_id=old, threads=[Ph(("x",), [S])]))
+    late = dict(start_time=T0 + 3600, written_at=T0 + 3700, threads=[Ph(("x",), [S])])
+    write_worker(run, worker_doc(role="a", pid=2, run_id=new, **late))
+    bad = write_worker(run, "{", name=f"w_{old}_3_00000003.json")  # named for the old one
+    os.utime(bad, (T0 + 3650, T0 + 3650))  # but written during the new one
+    m = merge_run(run)
+    counts = {a.run_id: a.workers for a in m.attempts}
+    assert counts == {old: 1, new: 2}
+    assert [u.path for u in m.unreadable] == [bad.relative_to(run).as_posix()]
 
 
 def test_counters_saturated_in_one_process_stay_marked(tmp_path):
@@ -164,7 +202,7 @@ def test_an_id_reused_by_a_later_attempt_is_not_summed_into_it(tmp_path):
     assert m.roles["a"].worker_time_ns(0, ("x",)) == 3 * S
 
 
-@pytest.mark.parametrize("n", [5, 7])
+@pytest.mark.parametrize("n", [5, 6, 7])
 def test_no_readable_file_names_five_then_counts_the_rest(tmp_path, n):
     run = tmp_path / "run"
     for k in range(n):
@@ -173,8 +211,9 @@ def test_no_readable_file_names_five_then_counts_the_rest(tmp_path, n):
         merge_run(run)
     msg = str(exc.value)
     assert f"no readable worker file ({n} unreadable: " in msg
-    assert msg.count("; ") == 4  # five named
-    assert msg.endswith(" (and 2 more))") if n == 7 else msg.endswith(")") and "more" not in msg
+    one = r"workers/node01/w_[^;:]+\.json: [^;]+"
+    more = f" \\(and {n - 5} more\\)" if n > 5 else ""
+    assert re.fullmatch(rf".*\({n} unreadable: {one}(; {one}){{4}}{more}\)", msg), msg
 
 
 def test_unreadable_files_are_listed_by_path(tmp_path):
@@ -193,8 +232,9 @@ def _layout(tmp_path, what):
     if what == "missing":
         return d, f"{d}: no such directory (was profiling enabled?"
     if what == "file":
-        d.write_text("x")
-        return d, f"{d}: not a directory"
+        f = tmp_path / "w_notes.json"  # named like a worker file, but not under workers/
+        f.write_text("x")
+        return f, f"{f}: not a directory"
     if what == "worker_file":
         f = write_worker(d, worker_doc(role="a", pid=1, threads=[Ph(("x",), [S])]))
         return f, f"{f}: a worker file; pass its run directory, {d}"
@@ -216,8 +256,9 @@ def _layout(tmp_path, what):
         (d / "workers" / "node01" / "x.txt").write_text("")
         host = d / "workers" / "node01"
         return host, f"{host}: not a lineprofiler run (pass the run directory, {d})"
-    if what in ("runs_inside", "many_runs_inside"):
-        n = 12 if what == "many_runs_inside" else 2
+    if what.startswith("runs_inside"):
+        n = int(what.rsplit("_", 1)[1])
+        (d / "zz_not_a_run").mkdir(parents=True)  # a folder without worker files: not counted
         for k in range(n):
             write_worker(d / f"r{k:02d}", worker_doc(role="a", pid=1, threads=[Ph(("x",), [S])]))
         shown = ", ".join(str(d / f"r{k:02d}") for k in range(min(n, 10)))
@@ -240,8 +281,9 @@ def _layout(tmp_path, what):
         "workers_without_files",
         "the_workers_dir",
         "a_host_dir",
-        "runs_inside",
-        "many_runs_inside",
+        "runs_inside_2",
+        "runs_inside_10",
+        "runs_inside_11",
         "other",
     ],
 )
@@ -384,6 +426,7 @@ def test_thread_nodes_are_not_dominant_and_have_no_quantiles(tmp_path):
         ([Ph(("iteration",), [S])], ("iteration",)),  # named: even once
         ([Ph(("loop",), [S, S]), Ph(("setup",), [S])], ("loop",)),
         ([Ph(("loop",), [S])], None),  # entered once: no loop
+        ([Ph(("iteration",), [], open=1, open_ns=S), Ph(("b",), [S, S])], ("b",)),  # never done
         ([Ph(("a",), [S, S]), Ph(("b",), [S, S, S])], ("b",)),
         ([Ph(("a", "iteration"), [S]), Ph(("b",), [S, S, S])], ("a", "iteration")),
         (
