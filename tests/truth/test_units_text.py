@@ -87,3 +87,5 @@ def test_terminal_safe_escapes_exactly_the_unprintable(raw, shown):
 )
 def test_path_labels_have_one_reading(path, synthetic, label):
     assert path_label(path, synthetic) == label
+    if not synthetic:
+        assert path_label(path) == label  # not synthetic unless said
