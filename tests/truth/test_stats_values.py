@@ -185,3 +185,65 @@ def test_add_sums_every_field():
     d = PhaseStats(calls=1, wall_ns=5, cpu_ns=None)
     d.add(PhaseStats(calls=1, wall_ns=5, cpu_ns=5))
     assert d.cpu_ns is None
+
+
+def test_from_record_reads_the_extremes_and_leaves_missing_ones_unknown():
+    s = PhaseStats.from_record(_rec(min_wall_ns=700, max_wall_ns="1300"))
+    assert (s.min_wall_ns, s.max_wall_ns) == (700, 1300)
+    old = PhaseStats.from_record(_rec())  # a file written before the extremes were recorded
+    assert (old.min_wall_ns, old.max_wall_ns) == (None, None)
+    zero = PhaseStats.from_record(_rec(min_wall_ns=0, max_wall_ns=0))
+    assert (zero.min_wall_ns, zero.max_wall_ns) == (0, 0)  # 0 is a value, not "unknown"
+
+
+@pytest.mark.parametrize(
+    "mine, other, expected",
+    [
+        ((2, 300, 900), (3, 100, 700), (100, 900)),  # min of the minima, max of the maxima
+        ((2, 100, 700), (3, 300, 900), (100, 900)),
+        ((2, 300, 900), (0, None, None), (300, 900)),  # no entries: adds nothing
+        ((0, None, None), (3, 100, 700), (100, 700)),  # nothing yet: takes the other's
+        ((2, 300, 900), (1, None, None), (None, None)),  # entries of unknown extent: unknown
+        ((2, None, None), (1, 100, 700), (None, None)),
+        ((2, 300, None), (1, 100, 700), (None, None)),
+        ((2, 300, 900), (1, 100, None), (None, None)),
+    ],
+)
+def test_add_merges_the_extremes(mine, other, expected):
+    a = PhaseStats(calls=mine[0], min_wall_ns=mine[1], max_wall_ns=mine[2])
+    a.add(PhaseStats(calls=other[0], min_wall_ns=other[1], max_wall_ns=other[2]))
+    assert (a.min_wall_ns, a.max_wall_ns) == expected
+    assert a.calls == mine[0] + other[0]
+
+
+def test_quantile_is_clamped_into_the_exact_extremes():
+    # 1 ms, 9 ms, 9 ms, 50 ms: the first rank is the exact min, the last the exact max, and the
+    # middle ranks their bucket's value unless it lies outside what was seen
+    durations = [1_000_123, 9 * MS, 9 * MS, 50_000_777]
+    s = PhaseStats(calls=4, hist=Histogram.from_pairs(ref.histogram(durations)))
+    s.min_wall_ns, s.max_wall_ns = min(durations), max(durations)
+    assert s.quantile(0.0) == 1_000_123.0 and s.quantile(0.25) == 1_000_123.0
+    assert s.quantile(1.0) == 50_000_777.0 and s.quantile(0.99) == 50_000_777.0
+    assert s.quantile(0.5) == pytest.approx(ref.bucket_value(ref.bucket_of(9 * MS)), rel=1e-12)
+    # one entry: every quantile is its duration, not its bucket's value
+    one = PhaseStats(calls=1, hist=Histogram.from_pairs(ref.histogram([48_123_456])))
+    one.min_wall_ns = one.max_wall_ns = 48_123_456
+    assert one.quantile(0.5) == 48_123_456.0 and one.quantile(0.99) == 48_123_456.0
+    # a bucket value above the max (all entries at its low edge) is clamped down to the max
+    low = ref.bucket_of(9 * MS)
+    lo_bound, hi_bound = ref.bucket_bounds(low)
+    edge = math.ceil(lo_bound)
+    assert ref.bucket_of(edge) == low
+    flat = PhaseStats(calls=3, hist=Histogram({low: 3}), min_wall_ns=edge, max_wall_ns=edge + 1)
+    assert ref.bucket_value(low) > edge + 1
+    assert flat.quantile(0.5) == float(edge + 1)
+    # and one below the min is clamped up to it
+    top = math.ceil(hi_bound) - 1
+    assert ref.bucket_of(top) == low
+    high = PhaseStats(calls=3, hist=Histogram({low: 3}), min_wall_ns=top - 1, max_wall_ns=top)
+    assert ref.bucket_value(low) < top - 1
+    assert high.quantile(0.5) == float(top - 1)
+    # unknown extremes: the histogram's value, unclamped
+    bare = PhaseStats(calls=3, hist=Histogram({low: 3}), min_wall_ns=None, max_wall_ns=top)
+    assert bare.quantile(0.5) == pytest.approx(ref.bucket_value(low), rel=1e-12)
+    assert math.isnan(PhaseStats(min_wall_ns=1, max_wall_ns=2).quantile(0.5))
