@@ -181,7 +181,7 @@ def test_own_write_bytes_against_the_bytes_the_process_saw_written(tmp_path):
     """The process's own syscall counter (wchar of its only thread, which does nothing but make
     the profiler write) is the ground truth of what the profiler's flushes handed to write()."""
     code = """
-        import json, sys
+        import json, os, sys
         from lineprofiler.accounting import Profiler
         def wchar():
             with open("/proc/thread-self/io", "rb", buffering=0) as f:
@@ -193,18 +193,22 @@ def test_own_write_bytes_against_the_bytes_the_process_saw_written(tmp_path):
             with p.phase(f"phase{i}"):
                 pass
         p.close()
-        json.dump(wchar() - before, open(f"wchar{sys.argv[1]}.json", "w"))
+        json.dump([os.getpid(), wchar() - before], open(f"wchar{sys.argv[1]}.json", "w"))
     """
     env = {"LINEPROFILER_RUN_ID": "20261203T1200-0wn0wn"}
     counts = (3, 40)
     for k in counts:
         run_python(code, cwd=tmp_path, args=[str(k)], env=env)
-    written = [json.loads((tmp_path / f"wchar{k}.json").read_text()) for k in counts]
+    written = dict(json.loads((tmp_path / f"wchar{k}.json").read_text()) for k in counts)
     files = worker_files(tmp_path / "run")
-    own = sorted(json.loads(f.read_text())["own_write_bytes"] for f in files)
-    sizes = sorted(os.path.getsize(f) for f in files)
+    docs = {f: json.loads(f.read_text()) for f in files}
+    own = sorted(d["own_write_bytes"] for d in docs.values())
     # The file records what was written before its own final write, which is the file itself.
-    assert [o + s for o, s in zip(own, sizes, strict=True)] == sorted(written)
+    # Paired by pid: the two processes' own writes can differ by a byte (a pid's digits), so
+    # sorting each list on its own can pair one process's file with the other's count.
+    assert {
+        d["meta"]["pid"]: d["own_write_bytes"] + os.path.getsize(f) for f, d in docs.items()
+    } == {int(pid): n for pid, n in written.items()}
     merged, doc, text = report(tmp_path / "run")
     assert doc["run"]["own_write_bytes"] == sum(own)
     assert sorted(w["own_write_bytes"] for w in doc["workers"]) == own
