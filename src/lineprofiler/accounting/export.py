@@ -62,44 +62,12 @@ class SnapshotCallbacks:
 
 
 def phase_delta(now: PhaseStats, before: PhaseStats | None) -> PhaseStats | None:
-    """What ``now`` (cumulative) added since ``before``; None when nothing happened."""
-    if before is None:
-        active = now.calls > 0 or any(v != 0 for v in now.counters.values())
-        if not active:
-            return None
-        return PhaseStats(
-            calls=now.calls,
-            wall_ns=now.wall_ns,
-            self_ns=now.self_ns,
-            cpu_ns=now.cpu_ns,
-            open_ns=now.open_ns,
-            open=now.open,
-            hist=now.hist.minus(_EMPTY.hist),
-            counters={k: v for k, v in now.counters.items() if v != 0},
-            sample_every=now.sample_every,
-            min_wall_ns=now.min_wall_ns,  # the whole history is the interval: exact
-            max_wall_ns=now.max_wall_ns,
-        )
-    calls = now.calls - before.calls
-    counters = {}
-    for k, v in now.counters.items():
-        d = v - before.counters.get(k, 0)
-        if d != 0:
-            counters[k] = d
-    if calls <= 0 and not counters:
+    """What ``now`` (cumulative) added since ``before``; None when nothing happened: no entry
+    completed, no counter moved and no time was added (a thread's node gains time, not entries)."""
+    d = now.since(before or _EMPTY)
+    if d.calls <= 0 and not d.counters and d.wall_ns <= 0:
         return None
-    cpu = None if now.cpu_ns is None or before.cpu_ns is None else now.cpu_ns - before.cpu_ns
-    return PhaseStats(
-        calls=max(0, calls),
-        wall_ns=max(0, now.wall_ns - before.wall_ns),
-        self_ns=max(0, now.self_ns - before.self_ns),
-        cpu_ns=None if cpu is None else max(0, cpu),
-        open_ns=now.open_ns,  # a state, not a sum: time so far of entries open now
-        open=now.open,
-        hist=now.hist.minus(before.hist),
-        counters=counters,
-        sample_every=now.sample_every,
-    )
+    return d
 
 
 _EMPTY = PhaseStats()

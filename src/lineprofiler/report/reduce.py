@@ -27,6 +27,9 @@ from lineprofiler.runfile.summary import (
 from lineprofiler.runfile.worker_doc import Worker
 
 _WORKER_FIELDS = [f for f in WorkerSum.__struct_fields__ if f not in ("times", "samples")]
+# PhaseSum's fields that are MergedPhase's as they are; path_id and the containers are converted.
+_PHASE_CONVERTED = ("path_id", "hist", "sample_rates", "saturated")
+_PHASE_FIELDS = [f for f in PhaseSum.__struct_fields__ if f not in _PHASE_CONVERTED]
 
 
 def host_files(run_dir: Path, host: str) -> list[Path]:
@@ -85,25 +88,10 @@ def _partial_sum(part: Partial) -> PartialSum:
         role: [
             PhaseSum(
                 path_id=part.paths[path],
-                calls=m.calls,
-                wall_ns=m.wall_ns,
-                self_ns=m.self_ns,
-                cpu_ns=m.cpu_ns,
-                open=m.open,
-                open_ns=m.open_ns,
                 hist=sorted(m.hist.buckets.items()),
-                counters=m.counters,
-                sample_every=m.sample_every,
                 sample_rates=sorted(m.sample_rates),
-                processes=m.processes,
-                thread_node=m.thread_node,
-                io=m.io,
                 saturated=sorted(m.saturated),
-                synthetic=m.synthetic,
-                async_calls=m.async_calls,
-                async_wall_ns=m.async_wall_ns,
-                min_wall_ns=m.min_wall_ns,
-                max_wall_ns=m.max_wall_ns,
+                **{f: getattr(m, f) for f in _PHASE_FIELDS},
             )
             for path, m in tree.items()
         ]
@@ -134,25 +122,10 @@ def _partial(run_dir: Path, ps: PartialSum) -> Partial | None:
             if s.path_id >= n:
                 return None
             tree[paths[s.path_id]] = MergedPhase(
-                calls=s.calls,
-                wall_ns=s.wall_ns,
-                self_ns=s.self_ns,
-                cpu_ns=s.cpu_ns,
-                open_ns=s.open_ns,
-                open=s.open,
                 hist=Histogram.from_pairs(s.hist),
-                counters=dict(s.counters),
-                sample_every=s.sample_every,
-                io=dict(s.io) if s.io is not None else None,
-                thread_node=s.thread_node,
                 sample_rates=set(s.sample_rates),
-                processes=s.processes,
                 saturated=set(s.saturated),
-                synthetic=s.synthetic,
-                async_calls=s.async_calls,
-                async_wall_ns=s.async_wall_ns,
-                min_wall_ns=s.min_wall_ns,
-                max_wall_ns=s.max_wall_ns,
+                **{f: getattr(s, f) for f in _PHASE_FIELDS},
             )
     for ws in ps.workers:
         parts = Path(ws.path).parts

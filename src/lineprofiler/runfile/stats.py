@@ -106,6 +106,15 @@ def merged_extremes(
     return min(lo, other_lo), max(hi, other_hi)
 
 
+# How PhaseStats' integer fields combine. Summed: they add over threads and processes, and a
+# live profiler's cumulative values difference into an interval's. States: they add over threads
+# and processes too, but an interval has the latest value (entries open now), not a difference.
+# cpu_ns (a sum that may be missing), hist, counters, io, the extremes, the sampling rate and the
+# marks each have their own rule in ``add`` and ``since``.
+_SUMMED = ("calls", "wall_ns", "self_ns", "async_calls", "async_wall_ns")
+_STATES = ("open_ns", "open")
+
+
 @dataclass
 class PhaseStats:
     """Aggregates of one phase path. Times are integer nanoseconds.
@@ -185,6 +194,8 @@ class PhaseStats:
         return w / self.wall_ns
 
     def add(self, other: PhaseStats) -> None:
+        """Adds another path's aggregates (another thread's or process's): sums add, the
+        extremes merge, the largest sampling rate and every mark stay."""
         self.min_wall_ns, self.max_wall_ns = merged_extremes(
             self.calls,
             self.min_wall_ns,
@@ -193,28 +204,56 @@ class PhaseStats:
             other.min_wall_ns,
             other.max_wall_ns,
         )
-        self.calls += other.calls
-        self.wall_ns += other.wall_ns
-        self.self_ns += other.self_ns
+        for f in _SUMMED + _STATES:
+            setattr(self, f, getattr(self, f) + getattr(other, f))
         self.cpu_ns = (
             None if self.cpu_ns is None or other.cpu_ns is None else self.cpu_ns + other.cpu_ns
         )
-        self.open_ns += other.open_ns
-        self.open += other.open
         self.hist.add(other.hist)
         for k, v in other.counters.items():
             self.counters[k] = self.counters.get(k, 0) + v
-        self.sample_every = max(self.sample_every, other.sample_every)
-        self.thread_node = self.thread_node or other.thread_node
-        self.saturated |= other.saturated
-        self.synthetic = self.synthetic or other.synthetic
         if other.io:
             mine = self.io if self.io is not None else {}
             for k, v in other.io.items():
                 mine[k] = mine.get(k, 0) + v
             self.io = mine
-        self.async_calls += other.async_calls
-        self.async_wall_ns += other.async_wall_ns
+        self.sample_every = max(self.sample_every, other.sample_every)
+        self.thread_node = self.thread_node or other.thread_node
+        self.synthetic = self.synthetic or other.synthetic
+        self.saturated |= other.saturated
+
+    def since(self, before: PhaseStats) -> PhaseStats:
+        """What was recorded after ``before``, an earlier cumulative value of the same path in the
+        same process: sums become differences (never negative), the histogram that of the later
+        entries, counters and I/O the ones that moved; states (entries open now), the sampling
+        rate and the marks are this one's. The extremes are exact only while nothing came before
+        (an interval's own min and max are not recorded): None otherwise."""
+        out = PhaseStats(
+            hist=self.hist.minus(before.hist),
+            sample_every=self.sample_every,
+            thread_node=self.thread_node,
+            saturated=set(self.saturated),
+            synthetic=self.synthetic,
+        )
+        for f in _SUMMED:
+            setattr(out, f, max(0, getattr(self, f) - getattr(before, f)))
+        for f in _STATES:
+            setattr(out, f, getattr(self, f))
+        if self.cpu_ns is None or before.cpu_ns is None:
+            out.cpu_ns = None
+        else:
+            out.cpu_ns = max(0, self.cpu_ns - before.cpu_ns)
+        for k, v in self.counters.items():
+            d = v - before.counters.get(k, 0)
+            if d != 0:
+                out.counters[k] = d
+        if self.io is not None:
+            was = before.io or {}
+            moved = {k: v - was.get(k, 0) for k, v in self.io.items() if v > was.get(k, 0)}
+            out.io = moved or None
+        if not before.calls:
+            out.min_wall_ns, out.max_wall_ns = self.min_wall_ns, self.max_wall_ns
+        return out
 
     @classmethod
     def from_record(cls, rec: Mapping) -> PhaseStats:

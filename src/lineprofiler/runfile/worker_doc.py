@@ -380,26 +380,24 @@ def tree_of_json(text: bytes | str, thread_names: bool = False) -> dict[Path_, P
     return tree_of(doc, thread_names)
 
 
+# PhaseRec's fields that are PhaseStats' as they are (the rest are converted in ``stats_of``).
+_STATS_FIELDS = [
+    f
+    for f in PhaseRec.__struct_fields__
+    if f not in ("path", "hist", "counters", "sample_every", "io", "counters_saturated")
+]
+
+
 def stats_of(rec: PhaseRec, every: int, thread_node: bool, io: dict[str, int] | None) -> PhaseStats:
     """A checked record as ``PhaseStats``."""
     return PhaseStats(
-        calls=rec.calls,
-        wall_ns=rec.wall_ns,
-        self_ns=rec.self_ns,
-        cpu_ns=rec.cpu_ns,
-        open_ns=rec.open_ns,
-        open=rec.open,
         hist=Histogram.from_pairs(rec.hist),
         counters=dict(rec.counters),
         sample_every=every,
         io=dict(io) if io else None,
         thread_node=thread_node,
         saturated=set(rec.counters_saturated),
-        synthetic=rec.synthetic,
-        async_calls=rec.async_calls,
-        async_wall_ns=rec.async_wall_ns,
-        min_wall_ns=rec.min_wall_ns,
-        max_wall_ns=rec.max_wall_ns,
+        **{f: getattr(rec, f) for f in _STATS_FIELDS},
     )
 
 
