@@ -113,13 +113,20 @@ def test_a_calibration_taken_on_a_slower_machine_is_scaled_to_the_blocks_speed(
     monkeypatch.setattr(_calibrate, "_line_ns", 3 * true.line_ns / _calibrate.SAFETY)
     monkeypatch.setattr(_calibrate, "_calibrations", _calibrate.MAX_CALIBRATIONS)  # keep it
     plain = []
-    for _ in range(5):
-        t0 = time.perf_counter_ns()
-        mod.loop(5000)
-        plain.append(time.perf_counter_ns() - t0)
+
+    def untraced(runs: int) -> None:
+        for _ in range(runs):
+            t0 = time.perf_counter_ns()
+            mod.loop(5000)
+            plain.append(time.perf_counter_ns() - t0)
+
+    # the truth is the fastest untraced run around the block, before and after it: the machine
+    # can speed up between them (a neighbour's load ending), and a 0.1 ms block is one sample
+    untraced(5)
     profiler = LineProfiler(root)
     with profiler:
         mod.loop(5000)
+    untraced(5)
     report = profiler.report()
     assert report.overhead_ns_per_event["line"] < 3 * true.line_ns  # scaled down
     (fs,) = report.functions.values()
