@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 import pytest
 
@@ -202,3 +203,29 @@ def test_a_child_under_another_tracer_says_so_once_and_runs(tmp_path):
     assert "child 7" in proc.stdout
     assert proc.stderr.count("lineprofiler: not following this process") == 1
     assert json.loads(out.read_text())["processes"] == 1
+
+
+def test_a_sigterm_the_main_thread_was_not_woken_for_still_ends_a_followed_child(tmp_path):
+    """The lost wake-up behind a rare Pool.terminate() hang (fork Pool under load): a SIGTERM
+    whose C handler ran while the main thread was about to block in a SemLock (an idle Pool
+    worker) set Python's flag and nothing woke the thread to run the Python handler, so the
+    worker never saved and never ended. Here the signal is raised on another thread, which is
+    deterministic: Python's handler is flagged, the main thread sleeps in sem_wait. The guard
+    re-sends SIGTERM to the main thread until the handler has run."""
+    code = """
+        import multiprocessing as mp, signal, threading
+        from lineprofiler.line import _follow
+        _follow._arm_exit()  # a followed child's exit arming (no tracer: _finish saves nothing)
+        assert signal.getsignal(signal.SIGTERM) is _follow._on_sigterm
+        lock = mp.get_context("fork").Lock()
+        lock.acquire()
+        threading.Timer(0.2, signal.raise_signal, (signal.SIGTERM,)).start()
+        lock.acquire(timeout=30)  # sem_wait: woken by a signal to this thread, or in 30 s
+        print("not ended", flush=True)
+    """
+    t0 = time.monotonic()
+    proc = run_python(code, cwd=tmp_path, check=False, timeout=60)
+    took_s = time.monotonic() - t0
+    assert proc.returncode == -15, (proc.returncode, proc.stdout, proc.stderr)
+    # Unguarded, the handler runs only when the 30 s wait times out.
+    assert took_s < 15, took_s
