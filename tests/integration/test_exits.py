@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -311,3 +312,32 @@ def test_a_signal_that_interrupts_close_still_gets_the_final_write(tmp_path):
     [w] = run.workers
     assert w.final
     assert run.tree[("task",)].calls == 5 and run.tree[("task",)].counters == {"x": 10}
+
+
+def test_a_sigterm_the_main_thread_was_not_woken_for_still_flushes_and_ends(tmp_path):
+    """The lost wake-up of a Pool worker with a Profiler: a SIGTERM (Pool.terminate()) whose C
+    handler ran just before the main thread blocked in a SemLock (an idle worker waiting for a
+    task) set Python's flag and nothing woke the thread, so the flush never ran and the pool
+    waited forever for the worker. Raising it on another thread reproduces that every time;
+    the guard re-sends it to the main thread until the handler has run."""
+    code = """
+        import multiprocessing as mp, signal, threading
+        from lineprofiler.accounting import Profiler
+        p = Profiler(run_dir="run", role="worker", enabled=True, snapshot_interval_s=None,
+                     sample_interval_s=None)
+        with p.phase("task"):
+            pass
+        lock = mp.get_context("fork").Lock()
+        lock.acquire()
+        threading.Timer(0.2, signal.raise_signal, (signal.SIGTERM,)).start()
+        lock.acquire(timeout=30)  # sem_wait: woken by a signal to this thread, or in 30 s
+        print("not ended", flush=True)
+    """
+    t0 = time.monotonic()
+    proc = run_python(code, cwd=tmp_path, check=False, timeout=60)
+    took_s = time.monotonic() - t0
+    assert proc.returncode == -signal.SIGTERM, (proc.returncode, proc.stdout, proc.stderr)
+    assert took_s < 15, took_s  # unguarded, the handler runs only when the wait times out
+    [w] = workers(tmp_path / "run")
+    assert w.calls("task") == 1 and w.doc["final"] is True
+    assert w.meta["exit_signal"] == "SIGTERM"

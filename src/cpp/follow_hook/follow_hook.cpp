@@ -14,25 +14,9 @@
 // pointer test and one character comparison. Audit hooks cannot be removed: only followed
 // children arm one. This is a module of its own, not part of _core, so that a child that never
 // wakes does not pay _core's import (its clock calibration sleeps ~10 ms).
-//
-// guard_sigterm() makes a followed child's Python SIGTERM handler (which saves its line stats)
-// run even when the signal lands just before the main thread blocks in a call that sleeps until
-// woken (a multiprocessing Pool worker waiting for a task: SemLock's sem_wait): Python's own C
-// handler only sets a flag, checked when the blocking call returns, so Pool.terminate() would
-// wait forever for that worker. Our C handler calls Python's and then re-sends SIGTERM to the
-// main thread every 50 ms (a POSIX timer) until term_seen() says the Python handler ran.
 #include <Python.h>
-#include <errno.h>
-#include <signal.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <cstring>
-
-#ifndef sigev_notify_thread_id
-#define sigev_notify_thread_id _sigev_un._tid
-#endif
 
 namespace {
 
@@ -132,74 +116,12 @@ PyObject* armed(PyObject*, PyObject*) {
   return PyBool_FromLong(g_callback != nullptr);
 }
 
-struct sigaction g_python_term;  // Python's own C handler of SIGTERM (it flags the Python one)
-timer_t g_term_timer;
-pid_t g_term_timer_pid = 0;  // the process g_term_timer belongs to: timers do not survive fork
-volatile sig_atomic_t g_term_nudging = 0;
-constexpr long kNudgeNs = 50'000'000;
-
-void on_term(int sig) {
-  int saved = errno;
-  g_python_term.sa_handler(sig);
-  if (!g_term_nudging && g_term_timer_pid == getpid()) {
-    g_term_nudging = 1;
-    struct itimerspec every = {{0, kNudgeNs}, {0, kNudgeNs}};
-    timer_settime(g_term_timer, 0, &every, nullptr);  // async-signal-safe
-  }
-  errno = saved;
-}
-
-PyObject* guard_sigterm(PyObject*, PyObject*) {
-  struct sigaction cur;
-  if (sigaction(SIGTERM, nullptr, &cur) != 0) return PyErr_SetFromErrno(PyExc_OSError);
-  if (cur.sa_handler != on_term) {
-    if ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN) {
-      Py_RETURN_FALSE;  // not Python's handler: nothing of ours to guard
-    }
-    g_python_term = cur;
-  }
-  if (g_term_timer_pid != getpid()) {
-    struct sigevent ev;
-    std::memset(&ev, 0, sizeof ev);
-    ev.sigev_notify = SIGEV_THREAD_ID;  // the calling (main) thread: the one Python wakes
-    ev.sigev_signo = SIGTERM;
-    ev.sigev_notify_thread_id = static_cast<pid_t>(syscall(SYS_gettid));
-    if (timer_create(CLOCK_MONOTONIC, &ev, &g_term_timer) != 0) {
-      return PyErr_SetFromErrno(PyExc_OSError);
-    }
-    g_term_timer_pid = getpid();
-    g_term_nudging = 0;
-  }
-  if (cur.sa_handler != on_term) {
-    struct sigaction ours = cur;
-    ours.sa_handler = on_term;
-    ours.sa_flags &= ~SA_RESTART;  // a blocking call returns EINTR, so Python checks its flags
-    if (sigaction(SIGTERM, &ours, nullptr) != 0) return PyErr_SetFromErrno(PyExc_OSError);
-  }
-  Py_RETURN_TRUE;
-}
-
-PyObject* term_seen(PyObject*, PyObject*) {
-  if (g_term_nudging && g_term_timer_pid == getpid()) {
-    struct itimerspec off = {{0, 0}, {0, 0}};
-    timer_settime(g_term_timer, 0, &off, nullptr);
-  }
-  g_term_nudging = 0;
-  Py_RETURN_NONE;
-}
-
 PyMethodDef methods[] = {
     {"arm", arm, METH_O,
      "arm(callback): calls callback(filename) -> bool before code from a file not seen before "
      "runs (audit events exec, cpython.run_file, code.__new__), until it returns True; None "
      "disarms. The audit hook stays installed for the life of the process."},
     {"armed", armed, METH_NOARGS, "armed() -> bool: whether a callback is waiting."},
-    {"guard_sigterm", guard_sigterm, METH_NOARGS,
-     "guard_sigterm() -> bool: from the main thread, after signal.signal(SIGTERM, handler): until "
-     "term_seen(), a SIGTERM is re-sent to this thread every 50 ms, so that the Python handler "
-     "runs even when the main thread was about to block. False: SIGTERM has no Python handler."},
-    {"term_seen", term_seen, METH_NOARGS,
-     "term_seen(): the Python SIGTERM handler ran; stops the re-sending."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -36,6 +36,7 @@ import warnings
 import weakref
 from typing import Any
 
+from lineprofiler import _signal_guard
 from lineprofiler.accounting import _identity
 from lineprofiler.accounting.export import DeltaCursor
 from lineprofiler.runfile.layout import (
@@ -197,6 +198,7 @@ class _SignalChain:
         return p is None or p.closed
 
     def __call__(self, signum: int, frame: Any) -> Any:
+        _signal_guard.seen(signum)
         p = self.profiler()
         if p is not None and not p.closed:
             try:
@@ -273,6 +275,10 @@ def _install_signal_chains(p: Profiler, hooks: _Hooks) -> None:
                 continue  # installed outside Python: we could not chain to it, so leave it alone
             chain = _SignalChain(p, signum, previous)
             signal.signal(signum, chain)
+            if signum == signal.SIGTERM:
+                # A SIGTERM landing just before the main thread blocks (a Pool worker waiting
+                # for a task) would leave the flush unrun and Pool.terminate() waiting forever.
+                _signal_guard.guard(signum)
         except (ValueError, OSError, RuntimeError, TypeError):
             continue
         hooks.signals[signum] = chain

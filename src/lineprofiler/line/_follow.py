@@ -247,9 +247,9 @@ def _arm_exit() -> None:
         if signal.getsignal(signal.SIGTERM) is _on_sigterm:
             # A SIGTERM landing just before the main thread blocks (a Pool worker waiting for a
             # task) would leave the handler unrun and Pool.terminate() waiting forever.
-            from lineprofiler import _follow_hook
+            from lineprofiler import _signal_guard
 
-            _follow_hook.guard_sigterm()
+            _signal_guard.guard(signal.SIGTERM)
     except (ValueError, OSError):  # not the main thread
         pass
     mp_util = sys.modules.get("multiprocessing.util")
@@ -258,9 +258,9 @@ def _arm_exit() -> None:
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
-    from lineprofiler import _follow_hook
+    from lineprofiler import _signal_guard
 
-    _follow_hook.term_seen()
+    _signal_guard.seen(signum)
     if _state.get("writing"):  # Pool.terminate() while the child saves at its normal exit
         _state["terminate"] = True
         return
