@@ -314,17 +314,27 @@ def test_a_signal_that_interrupts_close_still_gets_the_final_write(tmp_path):
     assert run.tree[("task",)].calls == 5 and run.tree[("task",)].counters == {"x": 10}
 
 
-def test_a_sigterm_the_main_thread_was_not_woken_for_still_flushes_and_ends(tmp_path):
+@pytest.mark.parametrize("where", ["process", "forked_child"])
+def test_a_sigterm_the_main_thread_was_not_woken_for_still_flushes_and_ends(tmp_path, where):
     """The lost wake-up of a Pool worker with a Profiler: a SIGTERM (Pool.terminate()) whose C
     handler ran just before the main thread blocked in a SemLock (an idle worker waiting for a
     task) set Python's flag and nothing woke the thread, so the flush never ran and the pool
     waited forever for the worker. Raising it on another thread reproduces that every time;
-    the guard re-sends it to the main thread until the handler has run."""
+    the guard re-sends it to the main thread until the handler has run. ``forked_child``: the
+    profiler was built before a fork (a fork Pool's workers inherit it and its handler)."""
     code = """
-        import multiprocessing as mp, signal, threading
+        import multiprocessing as mp, os, signal, sys, threading, time
         from lineprofiler.accounting import Profiler
         p = Profiler(run_dir="run", role="worker", enabled=True, snapshot_interval_s=None,
                      sample_interval_s=None)
+        if sys.argv[1] == "forked_child":
+            pid = os.fork()
+            if pid:
+                t0 = time.monotonic()
+                _, status = os.waitpid(pid, 0)
+                p.close()
+                print("child", os.waitstatus_to_exitcode(status), time.monotonic() - t0)
+                sys.exit(0)
         with p.phase("task"):
             pass
         lock = mp.get_context("fork").Lock()
@@ -334,10 +344,18 @@ def test_a_sigterm_the_main_thread_was_not_woken_for_still_flushes_and_ends(tmp_
         print("not ended", flush=True)
     """
     t0 = time.monotonic()
-    proc = run_python(code, cwd=tmp_path, check=False, timeout=60)
+    proc = run_python(code, cwd=tmp_path, args=[where], check=False, timeout=60)
     took_s = time.monotonic() - t0
-    assert proc.returncode == -signal.SIGTERM, (proc.returncode, proc.stdout, proc.stderr)
+    assert "not ended" not in proc.stdout, proc.stdout
+    if where == "process":
+        assert proc.returncode == -signal.SIGTERM, (proc.returncode, proc.stdout, proc.stderr)
+    else:
+        assert proc.returncode == 0, proc.stderr
+        _, code_, child_s = proc.stdout.split()
+        assert int(code_) == -signal.SIGTERM and float(child_s) < 15, proc.stdout
     assert took_s < 15, took_s  # unguarded, the handler runs only when the wait times out
-    [w] = workers(tmp_path / "run")
+    ended = [w for w in workers(tmp_path / "run") if w.meta.get("exit_signal")]
+    assert len(ended) == 1
+    [w] = ended
     assert w.calls("task") == 1 and w.doc["final"] is True
     assert w.meta["exit_signal"] == "SIGTERM"

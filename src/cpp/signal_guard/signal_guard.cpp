@@ -7,9 +7,11 @@
 // not run until something else wakes the thread, and Pool.terminate() waits forever for a
 // worker whose SIGTERM handler saves its profile. guard(signum) wraps Python's C handler: after
 // calling it, ours re-sends the signal to the main thread every 50 ms (a POSIX timer) until the
-// Python handler calls seen(signum). A plain C module (no _core): a followed child loads it.
+// Python handler calls seen(signum). A forked child gets timers of its own (pthread_atfork). A
+// plain C module (no _core): a followed child loads it.
 #include <Python.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -33,6 +35,29 @@ struct Guard {
   volatile sig_atomic_t nudging = 0;
 };
 Guard g_guards[kSignals];
+bool g_atfork_registered = false;
+
+// A timer re-sending sig to the calling thread; false (errno set) when none could be made.
+bool make_timer(int sig, Guard& g) {
+  struct sigevent ev;
+  std::memset(&ev, 0, sizeof ev);
+  ev.sigev_notify = SIGEV_THREAD_ID;  // the calling (main) thread: the one Python wakes
+  ev.sigev_signo = sig;
+  ev.sigev_notify_thread_id = static_cast<pid_t>(syscall(SYS_gettid));
+  if (timer_create(CLOCK_MONOTONIC, &ev, &g.timer) != 0) return false;
+  g.timer_pid = getpid();
+  g.nudging = 0;
+  return true;
+}
+
+// A forked child inherits the handlers but not the timers: each guarded signal gets its own,
+// aimed at the forking thread (the child's only one, which Python makes its main thread).
+void after_fork_in_child() {
+  for (int sig = 1; sig < kSignals; ++sig) {
+    Guard& g = g_guards[sig];
+    if (g.timer_pid != 0 && !make_timer(sig, g)) g.timer_pid = 0;
+  }
+}
 
 void on_signal(int sig) {
   int saved = errno;
@@ -69,18 +94,14 @@ PyObject* guard(PyObject*, PyObject* arg) {
     }
     g.python = cur;
   }
-  if (g.timer_pid != getpid()) {
-    struct sigevent ev;
-    std::memset(&ev, 0, sizeof ev);
-    ev.sigev_notify = SIGEV_THREAD_ID;  // the calling (main) thread: the one Python wakes
-    ev.sigev_signo = sig;
-    ev.sigev_notify_thread_id = static_cast<pid_t>(syscall(SYS_gettid));
-    if (timer_create(CLOCK_MONOTONIC, &ev, &g.timer) != 0) {
-      return PyErr_SetFromErrno(PyExc_OSError);
+  if (!g_atfork_registered) {
+    if (pthread_atfork(nullptr, nullptr, after_fork_in_child) != 0) {
+      PyErr_SetString(PyExc_OSError, "pthread_atfork failed");
+      return nullptr;
     }
-    g.timer_pid = getpid();
-    g.nudging = 0;
+    g_atfork_registered = true;
   }
+  if (g.timer_pid != getpid() && !make_timer(sig, g)) return PyErr_SetFromErrno(PyExc_OSError);
   if (cur.sa_handler != on_signal) {
     struct sigaction ours = cur;
     ours.sa_handler = on_signal;
