@@ -359,3 +359,32 @@ def test_a_sigterm_the_main_thread_was_not_woken_for_still_flushes_and_ends(tmp_
     [w] = ended
     assert w.calls("task") == 1 and w.doc["final"] is True
     assert w.meta["exit_signal"] == "SIGTERM"
+
+
+@pytest.mark.parametrize("name", ["SIGUSR1", "SIGHUP"])
+def test_the_other_flush_signals_are_guarded_too(tmp_path, name):
+    """SIGUSR1 and SIGHUP (default action: terminate) flush and end a worker the same way when
+    they land just before the main thread blocks: raised on another thread, Python's flag is
+    set and the main thread sleeps in sem_wait until the guard re-sends the signal to it."""
+    code = """
+        import multiprocessing as mp, signal, sys, threading
+        from lineprofiler.accounting import Profiler
+        p = Profiler(run_dir="run", role="worker", enabled=True, snapshot_interval_s=None,
+                     sample_interval_s=None)
+        with p.phase("task"):
+            pass
+        lock = mp.get_context("fork").Lock()
+        lock.acquire()
+        sig = getattr(signal, sys.argv[1])
+        threading.Timer(0.2, signal.raise_signal, (sig,)).start()
+        lock.acquire(timeout=30)  # sem_wait: woken by a signal to this thread, or in 30 s
+        print("not ended", flush=True)
+    """
+    t0 = time.monotonic()
+    proc = run_python(code, cwd=tmp_path, args=[name], check=False, timeout=60)
+    took_s = time.monotonic() - t0
+    assert proc.returncode == -getattr(signal, name), (proc.returncode, proc.stdout, proc.stderr)
+    assert took_s < 15, took_s  # unguarded, the handler runs only when the wait times out
+    [w] = workers(tmp_path / "run")
+    assert w.calls("task") == 1 and w.doc["final"] is True
+    assert w.meta["exit_signal"] == name

@@ -275,10 +275,10 @@ def _install_signal_chains(p: Profiler, hooks: _Hooks) -> None:
                 continue  # installed outside Python: we could not chain to it, so leave it alone
             chain = _SignalChain(p, signum, previous)
             signal.signal(signum, chain)
-            if signum == signal.SIGTERM:
-                # A SIGTERM landing just before the main thread blocks (a Pool worker waiting
-                # for a task) would leave the flush unrun and Pool.terminate() waiting forever.
-                _signal_guard.guard(signum)
+            # A signal landing just before the main thread blocks (a Pool worker waiting for a
+            # task) would leave the flush unrun until something woke the thread: for SIGTERM,
+            # Pool.terminate() waiting forever; for SIGUSR1, no snapshot of a stuck job.
+            _signal_guard.guard(signum)
         except (ValueError, OSError, RuntimeError, TypeError):
             continue
         hooks.signals[signum] = chain
