@@ -276,8 +276,8 @@ def _install_signal_chains(p: Profiler, hooks: _Hooks) -> None:
             chain = _SignalChain(p, signum, previous)
             signal.signal(signum, chain)
             # A signal landing just before the main thread blocks (a Pool worker waiting for a
-            # task) would leave the flush unrun until something woke the thread: for SIGTERM,
-            # Pool.terminate() waiting forever; for SIGUSR1, no snapshot of a stuck job.
+            # task) would leave the flush (and the default action after it) unrun until
+            # something woke the thread: for SIGTERM, Pool.terminate() waiting forever.
             _signal_guard.guard(signum)
         except (ValueError, OSError, RuntimeError, TypeError):
             continue
