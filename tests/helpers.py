@@ -95,3 +95,31 @@ def quiet_profiler(run_dir: Path, **kw: Any) -> Profiler:
     kw.setdefault("snapshot_interval_s", None)
     kw.setdefault("sample_interval_s", None)
     return Profiler(run_dir=run_dir, **kw)
+
+
+# The lost wake-up of an idle Pool worker, made deterministic: appended to a child's code (which
+# sets SIG to a signal number), it raises SIG on another thread, so that Python's C handler flags
+# the Python one while the main thread sleeps in a SemLock's sem_wait. Only a signal sent to the
+# main thread (the guard's re-sends) wakes it before the 30 s timeout.
+SLEEP_THROUGH_A_SIGNAL = """
+import multiprocessing as _mp, signal as _signal, threading as _threading
+_lock = _mp.get_context("fork").Lock()
+_lock.acquire()
+_threading.Timer(0.2, _signal.raise_signal, (SIG,)).start()
+_lock.acquire(timeout=30)  # sem_wait: woken by a signal to this thread, or in 30 s
+print("not ended", flush=True)
+"""
+GUARDED_WITHIN_S = 15  # unguarded, the handler runs only when the 30 s wait times out
+
+
+def run_sleeping_through_a_signal(
+    code: str, *, cwd: Path, args: list[str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """Runs ``code`` followed by SLEEP_THROUGH_A_SIGNAL; returns the process and its wall time."""
+    import time
+
+    t0 = time.monotonic()
+    proc = run_python(
+        textwrap.dedent(code) + SLEEP_THROUGH_A_SIGNAL, cwd=cwd, args=args, check=False, timeout=60
+    )
+    return proc, time.monotonic() - t0

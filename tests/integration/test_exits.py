@@ -6,12 +6,11 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 
 import pytest
 
 from lineprofiler.accounting import merge_run
-from tests.helpers import run_python
+from tests.helpers import GUARDED_WITHIN_S, run_python, run_sleeping_through_a_signal
 from tests.integration.runfiles import roles, workers
 
 K = 7  # phases a child completes before it is ended
@@ -314,20 +313,32 @@ def test_a_signal_that_interrupts_close_still_gets_the_final_write(tmp_path):
     assert run.tree[("task",)].calls == 5 and run.tree[("task",)].counters == {"x": 10}
 
 
-@pytest.mark.parametrize("where", ["process", "forked_child"])
-def test_a_sigterm_the_main_thread_was_not_woken_for_still_flushes_and_ends(tmp_path, where):
+@pytest.mark.parametrize(
+    "name, where",
+    [
+        ("SIGTERM", "process"),
+        ("SIGTERM", "forked_child"),
+        ("SIGUSR1", "process"),
+        ("SIGHUP", "process"),
+    ],
+)
+def test_a_flush_signal_the_main_thread_was_not_woken_for_still_flushes_and_ends(
+    tmp_path, name, where
+):
     """The lost wake-up of a Pool worker with a Profiler: a SIGTERM (Pool.terminate()) whose C
     handler ran just before the main thread blocked in a SemLock (an idle worker waiting for a
     task) set Python's flag and nothing woke the thread, so the flush never ran and the pool
     waited forever for the worker. Raising it on another thread reproduces that every time;
     the guard re-sends it to the main thread until the handler has run. ``forked_child``: the
-    profiler was built before a fork (a fork Pool's workers inherit it and its handler)."""
+    profiler was built before a fork (a fork Pool's workers inherit it and its handler).
+    SIGUSR1 and SIGHUP (default action: terminate) flush and end a worker the same way."""
     code = """
-        import multiprocessing as mp, os, signal, sys, threading, time
+        import os, signal, sys, time
         from lineprofiler.accounting import Profiler
+        SIG = getattr(signal, sys.argv[1])
         p = Profiler(run_dir="run", role="worker", enabled=True, snapshot_interval_s=None,
                      sample_interval_s=None)
-        if sys.argv[1] == "forked_child":
+        if sys.argv[2] == "forked_child":
             pid = os.fork()
             if pid:
                 t0 = time.monotonic()
@@ -337,54 +348,19 @@ def test_a_sigterm_the_main_thread_was_not_woken_for_still_flushes_and_ends(tmp_
                 sys.exit(0)
         with p.phase("task"):
             pass
-        lock = mp.get_context("fork").Lock()
-        lock.acquire()
-        threading.Timer(0.2, signal.raise_signal, (signal.SIGTERM,)).start()
-        lock.acquire(timeout=30)  # sem_wait: woken by a signal to this thread, or in 30 s
-        print("not ended", flush=True)
     """
-    t0 = time.monotonic()
-    proc = run_python(code, cwd=tmp_path, args=[where], check=False, timeout=60)
-    took_s = time.monotonic() - t0
+    proc, took_s = run_sleeping_through_a_signal(code, cwd=tmp_path, args=[name, where])
+    signum = getattr(signal, name)
     assert "not ended" not in proc.stdout, proc.stdout
     if where == "process":
-        assert proc.returncode == -signal.SIGTERM, (proc.returncode, proc.stdout, proc.stderr)
+        assert proc.returncode == -signum, (proc.returncode, proc.stdout, proc.stderr)
     else:
         assert proc.returncode == 0, proc.stderr
         _, code_, child_s = proc.stdout.split()
-        assert int(code_) == -signal.SIGTERM and float(child_s) < 15, proc.stdout
-    assert took_s < 15, took_s  # unguarded, the handler runs only when the wait times out
+        assert int(code_) == -signum and float(child_s) < GUARDED_WITHIN_S, proc.stdout
+    assert took_s < GUARDED_WITHIN_S, took_s
     ended = [w for w in workers(tmp_path / "run") if w.meta.get("exit_signal")]
     assert len(ended) == 1
     [w] = ended
-    assert w.calls("task") == 1 and w.doc["final"] is True
-    assert w.meta["exit_signal"] == "SIGTERM"
-
-
-@pytest.mark.parametrize("name", ["SIGUSR1", "SIGHUP"])
-def test_the_other_flush_signals_are_guarded_too(tmp_path, name):
-    """SIGUSR1 and SIGHUP (default action: terminate) flush and end a worker the same way when
-    they land just before the main thread blocks: raised on another thread, Python's flag is
-    set and the main thread sleeps in sem_wait until the guard re-sends the signal to it."""
-    code = """
-        import multiprocessing as mp, signal, sys, threading
-        from lineprofiler.accounting import Profiler
-        p = Profiler(run_dir="run", role="worker", enabled=True, snapshot_interval_s=None,
-                     sample_interval_s=None)
-        with p.phase("task"):
-            pass
-        lock = mp.get_context("fork").Lock()
-        lock.acquire()
-        sig = getattr(signal, sys.argv[1])
-        threading.Timer(0.2, signal.raise_signal, (sig,)).start()
-        lock.acquire(timeout=30)  # sem_wait: woken by a signal to this thread, or in 30 s
-        print("not ended", flush=True)
-    """
-    t0 = time.monotonic()
-    proc = run_python(code, cwd=tmp_path, args=[name], check=False, timeout=60)
-    took_s = time.monotonic() - t0
-    assert proc.returncode == -getattr(signal, name), (proc.returncode, proc.stdout, proc.stderr)
-    assert took_s < 15, took_s  # unguarded, the handler runs only when the wait times out
-    [w] = workers(tmp_path / "run")
     assert w.calls("task") == 1 and w.doc["final"] is True
     assert w.meta["exit_signal"] == name

@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 import pytest
 
-from ..helpers import run_python
+from ..helpers import GUARDED_WITHIN_S, run_python, run_sleeping_through_a_signal
 from ._support import make_project
 
 CLI = "import sys; from lineprofiler.cli import main; sys.exit(main())"
@@ -213,19 +212,12 @@ def test_a_sigterm_the_main_thread_was_not_woken_for_still_ends_a_followed_child
     deterministic: Python's handler is flagged, the main thread sleeps in sem_wait. The guard
     re-sends SIGTERM to the main thread until the handler has run."""
     code = """
-        import multiprocessing as mp, signal, threading
+        import signal
         from lineprofiler.line import _follow
+        SIG = signal.SIGTERM
         _follow._arm_exit()  # a followed child's exit arming (no tracer: _finish saves nothing)
         assert signal.getsignal(signal.SIGTERM) is _follow._on_sigterm
-        lock = mp.get_context("fork").Lock()
-        lock.acquire()
-        threading.Timer(0.2, signal.raise_signal, (signal.SIGTERM,)).start()
-        lock.acquire(timeout=30)  # sem_wait: woken by a signal to this thread, or in 30 s
-        print("not ended", flush=True)
     """
-    t0 = time.monotonic()
-    proc = run_python(code, cwd=tmp_path, check=False, timeout=60)
-    took_s = time.monotonic() - t0
+    proc, took_s = run_sleeping_through_a_signal(code, cwd=tmp_path)
     assert proc.returncode == -15, (proc.returncode, proc.stdout, proc.stderr)
-    # Unguarded, the handler runs only when the 30 s wait times out.
-    assert took_s < 15, took_s
+    assert took_s < GUARDED_WITHIN_S, took_s
