@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "lineprofiler/standalone.hpp"
+#include "lp_core/argv_mask.h"
 #include "standalone/front.h"
 #include "standalone/identity.h"
 #include "standalone/sha1.h"
@@ -73,7 +74,7 @@ TEST_CASE("identity helpers follow Python's rules") {
   CHECK(strip("  7\t") == "7");
   std::vector<std::string> argv = {"prog", "--api-key", "s3", "--token=abc", "--x", "y"};
   std::vector<std::string> want = {"prog", "--api-key", "<masked>", "--token=<masked>", "--x", "y"};
-  CHECK(masked_argv(argv) == want);
+  CHECK(lp::masked_argv(argv) == want);
 }
 
 TEST_CASE("a standalone profiler writes exact counts from several threads (run under TSan)") {

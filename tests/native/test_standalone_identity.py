@@ -113,3 +113,29 @@ def test_fresh_run_id_without_a_launcher(server: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     (path,) = worker_files(tmp_path / "run")
     assert re.fullmatch(r"\d{8}T\d{4}-[0-9a-f]{6}", read_worker(path)["meta"]["run_id"])
+
+
+def test_run_dir_modes_under_umask_000_and_masked_argv(server: Path, tmp_path: Path) -> None:
+    """The standalone profiler creates no group- or world-writable directory whatever the umask,
+    and masks argv by lp_core's rule (the Python profiler's: tests/unit/test_argv_mask.py)."""
+    env = child_env({"LINEPROFILER_PROFILE": "1"})
+    secrets = ["TOKEN=S-ONE", "-p", "S-TWO", "--db=pg://u:S-THREE@h"]
+    proc = subprocess.run(
+        ["sh", "-c", 'umask 000 && exec "$@"', "sh", str(server), "0", "--run-dir", "a/b/run"]
+        + secrets,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (path,) = worker_files(tmp_path / "a/b/run")
+    made = [tmp_path / "a", tmp_path / "a/b", tmp_path / "a/b/run", path.parent.parent, path.parent]
+    modes = [p.stat().st_mode & 0o777 for p in made]
+    assert modes == [0o755, 0o755, 0o755, 0o750, 0o750]
+    assert path.stat().st_mode & 0o777 == 0o640
+    text = path.read_text()
+    assert not any(s in text for s in ("S-ONE", "S-TWO", "S-THREE"))
+    argv = read_worker(path)["meta"]["argv"]
+    assert argv[4:] == ["TOKEN=<masked>", "-p", "<masked>", "--db=pg://u:<masked>@h"]

@@ -15,16 +15,17 @@
 
 namespace lp {
 
-namespace {
+namespace {}  // namespace
 
-// mkdir -p of path, following symbolic links (the user's own run directory may be one).
 int make_dirs(const std::string& path) {
   for (size_t pos = path.find('/', 1);; pos = path.find('/', pos + 1)) {
     std::string dir = pos == std::string::npos ? path : path.substr(0, pos);
-    if (!dir.empty() && mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) return errno;
+    if (!dir.empty() && mkdir(dir.c_str(), kRunDirMode) != 0 && errno != EEXIST) return errno;
     if (pos == std::string::npos) return 0;
   }
 }
+
+namespace {
 
 // Opens (creating it when missing) the directory name inside parent_fd without following a link,
 // and refuses one that belongs to another user when check_owner. Returns the fd or -1.

@@ -17,6 +17,14 @@ namespace lp {
 constexpr unsigned kFileMode = 0640;
 /// Mode of the directories it creates (workers/, workers/<host>/).
 constexpr unsigned kDirMode = 0750;
+/// Mode of the run directory and its missing parents when it creates them. The umask can only
+/// narrow a mode, so no directory the profiler creates is group- or world-writable, whatever the
+/// umask (the Python side's lineprofiler.safe_write uses the same two modes).
+constexpr unsigned kRunDirMode = 0755;
+
+/// mkdir -p of path (following symbolic links: the user's own run directory may be one), each
+/// directory created kRunDirMode less the umask. Returns 0 or an errno value.
+int make_dirs(const std::string& path);
 
 /// Opens dir (creating what is missing) for writing worker files into. When dir's parent is named
 /// "workers", the run directory above it may be a symbolic link but "workers" and dir may not;

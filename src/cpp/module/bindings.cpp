@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "lp_core/argv_mask.h"
 #include "lp_core/clock.h"
 #include "lp_core/cpu_clock.h"
 #include "lp_core/histogram.h"
@@ -61,6 +62,11 @@ NB_MODULE(_core, m) {
     m.attr("SAMPLE_FLAGS") = flags;
   }
 
+  m.attr("MASKED") = lp::kMasked;
+  m.def("mask_argv", &lp::masked_argv, nb::arg("argv"),
+        "argv with every secret value replaced by MASKED (lp_core/argv_mask.h: the rule).");
+  m.def("names_a_secret", &lp::names_a_secret, nb::arg("key"),
+        "Whether an option or variable name names a secret (lp_core/argv_mask.h).");
   m.def("hist_bucket", &lp::hist_bucket, nb::arg("ns"), "Bucket index of a duration in ns.");
   m.def("hist_bucket_lower", &lp::hist_bucket_lower, nb::arg("bucket"),
         "Lower bound of a bucket, in ns.");

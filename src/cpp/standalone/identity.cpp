@@ -90,16 +90,6 @@ std::optional<long long> first_int(std::initializer_list<const char*> names, std
   return std::nullopt;
 }
 
-// _identity._SECRET_OPTION: "key|token|secret|passw(or)?d", case-insensitive, anywhere in name.
-bool names_a_secret(const std::string& name) {
-  std::string lower = name;
-  for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
-  for (const char* word : {"key", "token", "secret", "password", "passwd"}) {
-    if (lower.find(word) != std::string::npos) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 std::optional<std::string> env(const char* name) {
@@ -282,33 +272,6 @@ LauncherIdentity launcher_identity() {
       out.job_id = std::string(v);
       break;
     }
-  }
-  return out;
-}
-
-std::vector<std::string> masked_argv(const std::vector<std::string>& argv) {
-  std::vector<std::string> out;
-  bool mask_next = false;
-  for (const std::string& arg : argv) {
-    if (mask_next && arg.rfind("--", 0) != 0) {
-      out.push_back("<masked>");
-      mask_next = false;
-      continue;
-    }
-    mask_next = false;
-    std::string value = arg;
-    if (arg.size() > 1 && arg[0] == '-') {
-      size_t eq = arg.find('=');
-      std::string name = arg.substr(0, eq);
-      if (names_a_secret(name)) {
-        if (eq != std::string::npos) {
-          value = name + "=<masked>";
-        } else {
-          mask_next = true;
-        }
-      }
-    }
-    out.push_back(value);
   }
   return out;
 }

@@ -74,10 +74,6 @@ struct LauncherIdentity {
 };
 LauncherIdentity launcher_identity();
 
-/// argv with the value of every option whose name contains key, token, secret or password
-/// replaced by "<masked>" (_identity.masked_argv).
-std::vector<std::string> masked_argv(const std::vector<std::string>& argv);
-
 /// This process's command line (/proc/self/cmdline), at most max_args arguments.
 std::vector<std::string> process_argv(size_t max_args);
 

@@ -15,9 +15,11 @@
 #include <vector>
 
 #include "lineprofiler/standalone.hpp"
+#include "lp_core/argv_mask.h"
 #include "lp_core/clock.h"
 #include "lp_core/json_text.h"
 #include "lp_core/worker.h"
+#include "lp_core/worker_dir.h"
 #include "lp_core/worker_file.h"
 #include "standalone/front.h"
 #include "standalone/identity.h"
@@ -122,13 +124,10 @@ void append_interval(std::string& out, double seconds) {
   }
 }
 
-// mkdir -p, mode 0777 before the umask (Python's Path.mkdir(parents=True, exist_ok=True)).
+// mkdir -p, each directory created 0755 less the umask (never group- or world-writable, as
+// Python's lineprofiler.safe_write.make_dirs), and the path must end up a directory.
 int make_dirs(const std::string& path) {
-  for (size_t i = 1; i <= path.size(); ++i) {
-    if (i < path.size() && path[i] != '/') continue;
-    std::string part = path.substr(0, i);
-    if (mkdir(part.c_str(), 0777) != 0 && errno != EEXIST) return errno;
-  }
+  if (int err = lp::make_dirs(path)) return err;
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return errno;
   return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
@@ -187,7 +186,7 @@ std::string Profiler::Impl::meta_json() const {
   }
   append_key(out, "argv");
   out.push_back('[');
-  std::vector<std::string> argv = sa::masked_argv(sa::process_argv(8));
+  std::vector<std::string> argv = lp::masked_argv(sa::process_argv(8));
   for (size_t i = 0; i < argv.size(); ++i) {
     if (i) out.push_back(',');
     lp::append_json_string(out, argv[i]);

@@ -11,6 +11,7 @@ import time
 import uuid
 from pathlib import Path
 
+from lineprofiler import _core
 from lineprofiler.runfile.layout import ENV_PARENT_ROLE, ENV_ROLE, ENV_RUN_DIR, ENV_RUN_ID
 
 _HOST_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -135,33 +136,16 @@ def host_name() -> str:
     return "_" + name if name.startswith(".") else name
 
 
-# Options whose value is a secret (``--api-key X``, ``--token=X``, ``--wandb-key X``): the value is
-# masked in the worker file's meta.argv, which other users of a shared file system may read.
-_SECRET_OPTION = re.compile(r"key|token|secret|passw(or)?d", re.IGNORECASE)
-MASK = "<masked>"
+# A secret in argv (``--api-key X``, ``HF_TOKEN=X``, ``-p X``, ``postgres://u:pw@h``) is masked in
+# the worker file's meta.argv, which other users of a shared file system may read. The rule is
+# lp_core's (src/cpp/lp_core/argv_mask.h), the same for the standalone C++ profiler.
+MASK: str = _core.MASKED
 
 
 def masked_argv(argv: list[str]) -> list[str]:
-    """``argv`` with the value of every option whose name contains key, token, secret or password
-    replaced by ``MASK``: ``--api-key X`` (the next argument) and ``--token=X`` (after the ``=``)."""
-    out: list[str] = []
-    mask_next = False
-    for arg in argv:
-        arg = str(arg)
-        if mask_next and not arg.startswith("--"):
-            out.append(MASK)
-            mask_next = False
-            continue
-        mask_next = False
-        if arg.startswith("-") and len(arg) > 1:
-            name, eq, _ = arg.partition("=")
-            if _SECRET_OPTION.search(name):
-                if eq:
-                    arg = name + "=" + MASK
-                else:
-                    mask_next = True
-        out.append(arg)
-    return out
+    """``argv`` with every secret value replaced by ``MASK`` (the rule: ``_core.mask_argv``).
+    An argument that is not valid UTF-8 is passed with its bad bytes backslash-escaped."""
+    return _core.mask_argv([str(a).encode("utf-8", "backslashreplace").decode() for a in argv])
 
 
 def _first_int(names: tuple[str, ...]) -> tuple[int | None, str | None]:

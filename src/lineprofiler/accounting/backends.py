@@ -16,9 +16,10 @@ import importlib
 import importlib.util
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from lineprofiler.safe_write import make_dirs, write_output
 
 
 class Backend(enum.StrEnum):
@@ -69,9 +70,9 @@ def update_run_metadata(run_dir: Path, updates: dict[str, Any]) -> None:
     """
     path = run_dir / "metadata.json"
     try:
-        run_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(run_dir)
         # The run directory may be shared with other users: never open through a link planted at
-        # the lock's name, and write under an unpredictable name created O_EXCL (mkstemp).
+        # the lock's name, and write through the one writer (lineprofiler.safe_write).
         lock_fd = os.open(
             run_dir / ".metadata.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640
         )
@@ -84,14 +85,7 @@ def update_run_metadata(run_dir: Path, updates: dict[str, Any]) -> None:
             except (OSError, ValueError):
                 doc = {}
             doc.update(updates)
-            fd, tmp = tempfile.mkstemp(prefix=".metadata.", suffix=".tmp", dir=run_dir)
-            try:
-                with open(fd, "w") as f:
-                    f.write(json.dumps(doc, indent=2, default=str) + "\n")
-                os.replace(tmp, path)
-            except OSError:
-                os.unlink(tmp)
-                raise
+            write_output(path, json.dumps(doc, indent=2, default=str) + "\n", mode=0o640)
     except OSError:
         pass
 
@@ -157,7 +151,7 @@ class BackendWindow:
                 handle.__enter__()
             else:
                 viztracer = importlib.import_module("viztracer")
-                self.artifact.parent.mkdir(parents=True, exist_ok=True)
+                make_dirs(self.artifact.parent)
                 handle = viztracer.VizTracer(output_file=str(self.artifact), verbose=0)
                 handle.start()
         except Exception as exc:
@@ -174,7 +168,7 @@ class BackendWindow:
         self.stopped_at = self.entries
         RUNNING_WINDOWS.discard(self.backend.value)
         try:
-            self.artifact.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(self.artifact.parent)
             if self.backend is Backend.TORCH:
                 handle.__exit__(None, None, None)
                 handle.export_chrome_trace(str(self.artifact))

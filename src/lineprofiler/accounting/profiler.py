@@ -32,6 +32,7 @@ from lineprofiler.runfile.layout import (
 )
 from lineprofiler.runfile.stats import PhaseStats
 from lineprofiler.runfile.worker_doc import tree_of_json
+from lineprofiler.safe_write import make_dirs
 
 DEFAULT_RUN_DIR = "profile"
 DEFAULT_ROLE = "main"
@@ -438,8 +439,9 @@ class Profiler(_core.PhaseFront):
     def _prepare_run_dir(self) -> None:
         # Only the run directory (which may be a symlink of the user's): workers/<host> is made
         # and opened by the writer, which refuses a symlink or another user's directory there.
+        # Created 0755 at most whatever the umask: never group- or world-writable.
         try:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
+            make_dirs(self.run_dir)
         except OSError as exc:
             self._warn_unwritable(str(exc))
 

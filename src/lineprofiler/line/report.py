@@ -115,11 +115,11 @@ class LineReport:
         )
 
     def dump(self, path: str | os.PathLike[str]) -> None:
-        """Writes the JSON to path (atomically: a temporary file beside it, then rename)."""
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2))
-        os.replace(tmp, path)
+        """Writes the JSON to path (atomically, never through another user's planted link:
+        ``lineprofiler.safe_write``)."""
+        from lineprofiler.safe_write import write_output
+
+        write_output(path, json.dumps(self.to_dict(), indent=2))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> LineReport:

@@ -7,14 +7,12 @@ workers has resource samples (the sampler was off: ``sample_interval_s=None``).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
-from pathlib import Path
 
 from lineprofiler.report.cli_report import fail, internal_error
 from lineprofiler.report.merge import RunError
 from lineprofiler.report.units import terminal_safe as term
+from lineprofiler.safe_write import output_file
 
 HELP = "Export a run's sampled timeline (RSS, I/O, GPU, open phase) as a Perfetto/Chrome trace."
 EXAMPLES = """\
@@ -37,37 +35,25 @@ def main(args: argparse.Namespace) -> int:
     from lineprofiler.report.perfetto import export_perfetto
 
     dest = args.perfetto
-    tmp: str | None = None
     try:
         if dest == "-":
             info = export_perfetto(args.run_dir, sys.stdout)
             if not info["workers"]:
                 raise RunError(f"{args.run_dir}: no worker has resource samples")
         else:
-            target = Path(dest)
-            fd, tmp = tempfile.mkstemp(prefix=".lp-trace-", dir=target.parent or Path("."))
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
+            with output_file(dest) as f:  # replaced only when the trace is complete
                 info = export_perfetto(args.run_dir, f)
-            if not info["workers"]:
-                raise RunError(
-                    f"{args.run_dir}: no worker has resource samples (was the sampler off? "
-                    "sample_interval_s=None)"
-                )
-            os.chmod(tmp, 0o644 & ~_umask())
-            os.replace(tmp, target)
-            tmp = None
+                if not info["workers"]:
+                    raise RunError(
+                        f"{args.run_dir}: no worker has resource samples (was the sampler off? "
+                        "sample_interval_s=None)"
+                    )
     except RunError as exc:
         return fail("export", str(exc))
     except OSError as exc:
         return fail("export", f"{dest}: {exc.strerror or exc}")
     except Exception as exc:  # never a traceback on a user's terminal
         return internal_error("export", exc)
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
     where = "stdout" if dest == "-" else dest
     msg = f"wrote {term(where)}: {info['workers']} worker track(s), {info['events']:,} events"
     if info["without_samples"]:
@@ -76,9 +62,3 @@ def main(args: argparse.Namespace) -> int:
     if "torch_trace" in info:
         print(f"kernel-level view: {term(info['torch_trace'])}", file=sys.stderr)
     return 0
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

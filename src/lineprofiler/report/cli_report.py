@@ -15,6 +15,7 @@ import traceback
 from lineprofiler.report.merge import RunError, merge_run
 from lineprofiler.report.units import terminal_safe
 from lineprofiler.report.view import DEFAULT_TOP
+from lineprofiler.safe_write import write_output
 
 HELP = "Report a run directory: time by role and phase, stragglers, caveats."
 EXAMPLES = """\
@@ -103,11 +104,12 @@ def main(args: argparse.Namespace) -> int:
 
             page = render_html(run, args.top, iteration=args.iteration)
             try:
-                with open(args.html, "w", encoding="utf-8") as f:
-                    f.write(page)
+                write_output(args.html, page)
             except OSError as exc:
-                return fail("report", f"{args.html}: cannot write it ({exc.strerror})")
-            print(f"lineprofiler report: wrote {args.html} ({len(page.encode()):,} bytes)")
+                return fail("report", f"{args.html}: cannot write it ({exc.strerror or exc})")
+            print(
+                f"lineprofiler report: wrote {terminal_safe(args.html)} ({len(page.encode()):,} bytes)"
+            )
             return 0
         if args.json:
             from lineprofiler.report.json import render_json

@@ -60,9 +60,7 @@ def reduce_host(run_dir: Path, host: str, with_samples: bool = True) -> tuple[Pa
         partials={k: _partial_sum(p) for k, p in folded.partials.items()},
         unreadable={k: [(u.path, u.reason) for u in us] for k, us in folded.unreadable.items()},
     )
-    path = summary_path(run_dir, host)
-    write_summary(path, summary)
-    return path, len(files)
+    return write_summary(run_dir, summary), len(files)
 
 
 def load_host(run_dir: Path, host: str, files: list[Path]) -> Folded | None:

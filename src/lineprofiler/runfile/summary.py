@@ -9,13 +9,13 @@ types below are checked on decoding, and a summary that does not decode is ignor
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
 
 from lineprofiler.runfile.worker_doc import Bucket, Int64, Ns, UnixTime
+from lineprofiler.safe_write import open_own_dir, write_output
 
 SUMMARY_FORMAT = "lineprofiler-host-summary"
 SUMMARY_SCHEMA_VERSION = 2  # 2: workers carry process_start
@@ -144,27 +144,14 @@ def read_summary(path: Path) -> HostSummary | None:
     return doc
 
 
-def write_summary(path: Path, summary: HostSummary) -> None:
-    """Writes atomically: a private temporary file (unpredictable name, O_EXCL), then a rename.
-
-    The summaries directory is created 0750 if absent; one that is a symlink is refused.
-    """
-    parent = path.parent
+def write_summary(run_dir: Path, summary: HostSummary) -> Path:
+    """Writes ``summaries/<host>.json`` atomically and returns its path. ``summaries/`` is opened
+    once, never through a link and never another user's (created 0750 when missing), and the file
+    is created (O_EXCL, unpredictable temporary name, 0640 less the umask) and renamed relative
+    to that descriptor: whoever can write the run directory cannot redirect root's writes."""
+    fd = open_own_dir(Path(run_dir), SUMMARIES_DIR)
     try:
-        os.mkdir(parent, 0o750)
-    except FileExistsError:
-        pass
-    if parent.is_symlink() or not parent.is_dir():
-        raise OSError(f"{parent}: not a directory of this run (a symlink?)")
-    fd, tmp = tempfile.mkstemp(prefix=".summary-", suffix=".tmp", dir=parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(_ENCODER.encode(summary))
-        os.chmod(tmp, 0o640)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        write_output(f"{summary.host}.json", _ENCODER.encode(summary), mode=0o640, dir_fd=fd)
+    finally:
+        os.close(fd)
+    return summary_path(Path(run_dir), summary.host)
