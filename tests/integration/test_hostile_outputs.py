@@ -11,14 +11,13 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from lineprofiler.accounting import _identity
-from tests.helpers import child_env, read_worker, run_python, worker_files
+from tests.helpers import read_worker, run_python, worker_files
 from tests.integration import test_hostile_shared_dir as hostile
 
 shared = hostile.shared  # the fixture: a sticky world-writable directory and root's victim file
