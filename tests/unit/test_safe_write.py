@@ -68,6 +68,16 @@ def test_a_planted_link_at_the_temporary_name_is_never_followed(tmp_path, monkey
     assert os.path.islink(out / f".lp-out-{'0' * 16}.tmp")  # left as it was, not opened
 
 
+def test_a_hard_link_at_the_target_is_replaced_never_written_into(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    os.link(victim, tmp_path / "report.html")
+    write_output(tmp_path / "report.html", "new")
+    assert victim.read_text() == "keep"
+    assert (tmp_path / "report.html").read_text() == "new"
+    assert victim.stat().st_nlink == 1
+
+
 @needs_root
 def test_another_users_link_at_the_target_is_refused(tmp_path):
     victim = tmp_path / "victim"
