@@ -169,3 +169,15 @@ parent.mkdir(parents=True)
     innocent = 'open(p, "rb")\nos.open(p, os.O_RDONLY)\ns.replace("a", "b")\nd.copy()'
     calls = [n for n in ast.walk(ast.parse(innocent)) if isinstance(n, ast.Call)]
     assert [c for c in calls if _writes(c)] == []
+
+
+def test_the_writer_imports_nothing_of_the_package():
+    # recording, reading and the line profiler all use it: it must sit upstream of each of them
+    tree = ast.parse((SRC / "safe_write.py").read_text())
+    imported = [
+        n.module if isinstance(n, ast.ImportFrom) else a.name
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+    ]
+    assert not [m for m in imported if m and m.startswith("lineprofiler")]
