@@ -15,7 +15,9 @@
 // The forms masked: "--KEY VALUE" (the next argument, unless it starts with "-" or the option is
 // a negation "--no-..."), "--KEY=VALUE" and "KEY=VALUE" (after the "="), the short password flag
 // "-p VALUE" and "-pVALUE", and the password of a URL's user info anywhere in an argument
-// ("postgres://user:pw@host" -> "postgres://user:<masked>@host").
+// ("postgres://user:pw@host" -> "postgres://user:<masked>@host"). Known false positives, kept
+// because the rule errs on the safe side: --pad-token-id, --sort-key, ssh's -p PORT, and a
+// single-dash option starting with -p (-port, read as -pPASSWORD).
 #pragma once
 
 #include <string>
