@@ -48,7 +48,8 @@ def main(args: argparse.Namespace) -> int:
     except RunError as exc:
         return fail("reduce", str(exc))
     except OSError as exc:
-        return fail("reduce", f"cannot write the summary: {exc.strerror or exc}")
+        where = f"{exc.filename}: " if exc.filename else ""
+        return fail("reduce", f"cannot write the summary: {where}{exc.strerror or exc}")
     except Exception as exc:  # never a traceback on a user's terminal
         return internal_error("reduce", exc)
     return 0
