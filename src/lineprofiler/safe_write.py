@@ -16,7 +16,9 @@ A run directory, and the directory a report is written to, may be shared with ot
   pipe with a reader) instead of replacing it, and never blocks on a FIFO without a reader.
 
 ``open_own_dir`` opens (creating it) a directory the profiler owns inside a run directory
-(``summaries/``): never through a link, never another user's, never group- or world-writable.
+(``summaries/``, ``backend/``): never through a link, never another user's, never group- or
+world-writable; ``written_by_a_library`` lends a path inside it to a library that writes only by
+path (torch, VizTracer).
 """
 
 from __future__ import annotations
@@ -128,6 +130,28 @@ def output_file(
     finally:
         if dir_fd is None:
             os.close(dfd)
+
+
+@contextmanager
+def written_by_a_library(dir_fd: int, name: str) -> Iterator[str]:
+    """A path for a library that writes a file only by path (torch's ``export_chrome_trace``,
+    ``VizTracer.save``): a fresh hidden name inside the open directory ``dir_fd``, reached through
+    ``/proc/self/fd`` so that swapping the directory for a link cannot redirect it, and renamed to
+    ``name`` when the block ends without an exception. It ends with ``name`` (libraries choose the
+    format by the suffix). ``dir_fd`` should be one of ``open_own_dir``: no one else can plant a
+    link inside it."""
+    if not name or "/" in name or name in (".", ".."):
+        raise RefusedOutput(errno.EINVAL, f"{name}: not a file name")
+    tmp = f".lp-out-{secrets.token_hex(8)}-{name}"
+    try:
+        yield f"/proc/self/fd/{dir_fd}/{tmp}"
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
 
 
 def write_output(path: str | os.PathLike[str], data: str | bytes, **kwargs: Any) -> None:

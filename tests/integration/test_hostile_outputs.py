@@ -185,6 +185,43 @@ def test_reduce_never_writes_through_summaries_swapped_for_a_link_while_it_runs(
     assert list(target.iterdir()) == []  # whatever won each race, nothing was written there
 
 
+TORCH_WINDOW = """
+    import json, sys
+    import torch
+    from lineprofiler.accounting import Profiler
+
+    p = Profiler(run_dir=sys.argv[1], enabled=True, snapshot_interval_s=None,
+                 sample_interval_s=None, backend="torch", backend_window=(1, 2),
+                 window_phase="iteration")
+    for _ in range(3):
+        with p.phase("iteration"):
+            torch.ones(8) @ torch.ones(8)
+    print(json.dumps([p.backend_state.state, p.backend_state.unavailable_reason]))
+    p.close()
+"""
+
+
+@needs_second_user
+def test_a_torch_window_never_writes_its_trace_through_a_planted_backend_link(
+    nobodys_run, tmp_path
+):
+    pytest.importorskip("torch")
+    run, target = nobodys_run
+    target.chmod(0o777)
+    as_nobody("ln", "-s", str(target), str(run / "backend"))
+    proc = run_python(TORCH_WINDOW, cwd=tmp_path, args=[str(run)])
+    state, why = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert state == "failed" and "symbolic link" in why
+    assert list(target.iterdir()) == []
+    as_nobody("rm", str(run / "backend"))
+    proc = run_python(TORCH_WINDOW, cwd=tmp_path, args=[str(run)])
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == ["done", None]
+    st = (run / "backend").lstat()
+    assert stat.S_ISDIR(st.st_mode) and st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o750
+    assert sorted(p.name for p in (run / "backend").iterdir()) == ["torch_trace.json"]
+    assert json.loads((run / "backend" / "torch_trace.json").read_text())["traceEvents"]
+
+
 UMASK_000 = """
     import os, sys
     from lineprofiler.accounting import Profiler

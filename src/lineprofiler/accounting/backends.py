@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from lineprofiler.safe_write import make_dirs, write_output
+from lineprofiler.safe_write import make_dirs, open_own_dir, write_output, written_by_a_library
 
 
 class Backend(enum.StrEnum):
@@ -151,7 +151,7 @@ class BackendWindow:
                 handle.__enter__()
             else:
                 viztracer = importlib.import_module("viztracer")
-                make_dirs(self.artifact.parent)
+                os.close(self._backend_dir())  # refused now rather than at the window's end
                 handle = viztracer.VizTracer(output_file=str(self.artifact), verbose=0)
                 handle.start()
         except Exception as exc:
@@ -168,19 +168,31 @@ class BackendWindow:
         self.stopped_at = self.entries
         RUNNING_WINDOWS.discard(self.backend.value)
         try:
-            make_dirs(self.artifact.parent)
             if self.backend is Backend.TORCH:
                 handle.__exit__(None, None, None)
-                handle.export_chrome_trace(str(self.artifact))
             else:
                 handle.stop()
-                with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
-                    handle.save(str(self.artifact))
+            # backend/ is opened once (never a link, never another user's) and the library writes
+            # through that open directory, then the file is renamed in place (safe_write).
+            fd = self._backend_dir()
+            try:
+                with written_by_a_library(fd, self.artifact.name) as path:
+                    if self.backend is Backend.TORCH:
+                        handle.export_chrome_trace(path)
+                    else:
+                        with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+                            handle.save(path)
+            finally:
+                os.close(fd)
         except Exception as exc:
             self._failed(f"{self.backend.value} failed to stop or save: {exc!r}")
             return
         self.state = "done"
         self._record()
+
+    def _backend_dir(self) -> int:
+        make_dirs(self.run_dir)
+        return open_own_dir(self.run_dir, self.artifact.parent.name)
 
     def _unavailable(self, why: str) -> None:
         self.state = "unavailable"
