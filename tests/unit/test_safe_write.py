@@ -218,3 +218,22 @@ def test_a_name_inside_an_open_directory(tmp_path):
         os.close(fd)
     assert (tmp_path / "summaries" / "h.json").read_bytes() == b"{}"
     assert not (tmp_path / "escape.json").exists()
+
+
+def test_a_library_writes_by_path_through_the_open_directory(tmp_path):
+    from lineprofiler.safe_write import written_by_a_library
+
+    fd = open_own_dir(tmp_path, "backend")
+    try:
+        with written_by_a_library(fd, "trace.json.gz") as path:
+            assert path.startswith(f"/proc/self/fd/{fd}/.") and path.endswith("trace.json.gz")
+            with open(path, "w") as f:  # what torch's export_chrome_trace does with it
+                f.write("{}")
+        with pytest.raises(RuntimeError), written_by_a_library(fd, "t.json") as path:
+            with open(path, "w") as f:
+                f.write("half")
+            raise RuntimeError("the library failed")
+    finally:
+        os.close(fd)
+    assert _entries(tmp_path / "backend") == ["trace.json.gz"]
+    assert (tmp_path / "backend" / "trace.json.gz").read_text() == "{}"
