@@ -24,8 +24,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
@@ -102,7 +104,20 @@ def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env.pop("PYTHONPATH", None)
+    # The Ray recipe's local instance: no token written to ~/.ray, no usage report, and its
+    # session files under RAY_TMPDIR (set per page, removed after it) instead of /tmp/ray.
+    env.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
     return env
+
+
+@pytest.fixture
+def ray_tmpdir(monkeypatch):
+    """A short folder for Ray's session files (their Unix socket paths may not exceed 107 bytes:
+    tmp_path is too deep), removed after the page."""
+    folder = tempfile.mkdtemp(prefix="lpray")
+    monkeypatch.setenv("RAY_TMPDIR", folder)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _run_dirs(where: Path) -> list[Path]:
@@ -126,7 +141,7 @@ PAGES = [p for p in doc_pages() if any(not b.not_run for b in parse_blocks(p))]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
-def test_page_blocks_run(page: Path, tmp_path: Path) -> None:
+def test_page_blocks_run(page: Path, tmp_path: Path, ray_tmpdir: str) -> None:
     named: list[str] = []  # phases named by the page's latest block that named any
     ran = 0
     for block in parse_blocks(page):

@@ -70,3 +70,49 @@ def test_project_files_are_traced_too(ip, capsys, tmp_path):
     ip.run_cell_magic("lineprofile", "", "helper.helper()\n")
     out = capsys.readouterr().out
     assert "helper.py:2 (helper)" in out
+
+
+def test_a_bad_option_prints_the_usage_once(ip, capsys):
+    capsys.readouterr()
+    ip.run_line_magic("lineprofile", "--bogus ran_anyway = 1")
+    captured = capsys.readouterr()
+    both = captured.out + captured.err
+    assert both.count("usage:") == 1, both
+    assert "unrecognized arguments: --bogus" in both
+    assert "ran_anyway" not in ip.user_ns  # the statement did not run
+
+
+def test_by_self_per_function_keeps_source_order_and_def_lines(ip, capsys):
+    """--by self ranks the top list only: cell_loop's table lists its whole body (def line
+    included) in source order, as kernprof does."""
+    capsys.readouterr()
+    ip.run_line_magic("lineprofile", "--by self --per-function cell_loop(50)")
+    out = capsys.readouterr().out
+    table = out[out.index("Function: cell_loop") :]
+    table = table.split("\nFile: ")[0]
+    texts = [r for r in table.splitlines() if r[:6].strip().isdigit()]
+    first = int(table.split(" at line ")[1].split()[0])
+    numbers = [int(r[:6]) for r in texts]
+    assert numbers == list(range(first, first + 5))
+    assert texts[0].rstrip().endswith("def cell_loop(n):")
+    assert texts[3].rstrip().endswith("total += i") and texts[3].split()[1] == "50"
+
+
+def test_top_list_and_tables_of_one_cell_agree(ip, capsys, monkeypatch):
+    """One calibration per run: the top list and the per-function table print the same time for
+    the same line (each read re-measured it, and they differed in the last digits)."""
+    from lineprofiler.line import _calibrate
+
+    monkeypatch.setattr(_calibrate, "_calibrations", 0)  # let measure() calibrate on each call
+    calls = []
+    real = _calibrate.measure
+    monkeypatch.setattr(_calibrate, "measure", lambda: calls.append(1) or real())
+    capsys.readouterr()
+    ip.run_cell_magic("lineprofile", "--per-function --unit ns", "cell_loop(20000)\n")
+    out = capsys.readouterr().out
+    assert len(calls) == 1
+    top, table = out.split("Function: cell_loop")
+    top_row = _row(top, "total += i")  # (the row above the statement's text)
+    table_row = next(r for r in table.splitlines() if r.rstrip().endswith("total += i"))
+    assert table_row.split()[1] == top_row[4] == "20000"  # hits
+    assert table_row.split()[2] == top_row[1]  # time, to the printed 0.1 ns

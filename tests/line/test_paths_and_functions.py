@@ -72,7 +72,7 @@ def test_profile_decorator_traces_while_the_function_runs(tmp_path):
     assert not profiler.active
     ours = _parse_lines(our_hits(profiler.get_stats()))
     assert ours and min(line for _f, line in ours) > parse.__wrapped__.__code__.co_firstlineno
-    with pytest.raises(TypeError):
+    with pytest.warns(RuntimeWarning, match="no Python code"):  # warned, not raised
         profiler.add_function(len)
 
 

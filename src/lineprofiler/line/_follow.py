@@ -173,12 +173,34 @@ def start_child() -> None:
         flag, project, *paths = f.read().splitlines()
     config = {"project_folder": project, "paths": paths, "subtract_overhead": flag == "1"}
     _state.update(dir=folder, parent=False, config=config)
+    _install_profile_builtin()
     if _is_forkserver_daemon():
         _state["defer"] = True  # wake its children at the fork instead (_after_fork_in_child)
         _register_fork_hook()
     from lineprofiler import _follow_hook
 
     _follow_hook.arm(_wake)
+
+
+def _install_profile_builtin() -> None:
+    """``profile`` as a builtin, as under ``run`` in the parent (a spawned child re-imports a
+    script decorated with a bare ``@profile``): it marks the function to trace and returns it
+    unchanged; marked before the tracer starts, it is added when it starts."""
+    import builtins
+
+    if "profile" in builtins.__dict__:
+        return
+
+    def profile(func):
+        code = getattr(getattr(func, "__func__", func), "__code__", None)
+        tracer = _state.get("profiler")
+        if tracer is not None and hasattr(code, "co_code"):
+            tracer._tracer.add_code(code)
+        elif hasattr(code, "co_code"):
+            _state.setdefault("marked", []).append(code)
+        return func
+
+    builtins.profile = profile  # type: ignore[attr-defined]
 
 
 def _is_forkserver_daemon() -> bool:
@@ -213,6 +235,8 @@ def _wake(filename: str) -> bool:
 
 def _start_tracer(config: dict[str, Any], scope: Any) -> None:
     tracer = _ChildTracer(config, scope)
+    for code in _state.pop("marked", ()):  # marked with @profile before the tracer started
+        tracer._tracer.add_code(code)
     tracer.enable()  # raises when another tracer is installed
     _state["profiler"] = tracer
     _arm_exit()

@@ -13,7 +13,7 @@ import os
 import runpy
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 HELP = "run a script (or -m module) under the line profiler and print its slowest lines"
 
@@ -120,6 +120,7 @@ def main(args: argparse.Namespace) -> int:
     except (OSError, ValueError, AttributeError):
         saved_fd = None
     exit_code = 0
+    restore_profile = _install_profile_builtin(profiler)
     try:
         if args.module:
             sys.argv = [args.module, *argv_rest]
@@ -141,6 +142,7 @@ def main(args: argparse.Namespace) -> int:
         traceback.print_exc()
         exit_code = 1
     finally:
+        restore_profile()
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path and sys.path[0] != saved_path0:
             sys.path.pop(0)
@@ -166,6 +168,31 @@ def main(args: argparse.Namespace) -> int:
         if out is not sys.stdout and out is not stdout:
             out.close()
     return exit_code
+
+
+def _install_profile_builtin(profiler) -> Callable[[], None]:
+    """Makes ``profile`` a builtin while the target runs, as kernprof does, so that a script
+    decorated with a bare ``@profile`` runs unchanged: it marks the function to trace (wherever
+    it lives, like ``@lp.profile``) and returns it as it is (the whole run is traced already).
+    Returns what puts the previous builtin back."""
+    import builtins
+
+    missing = object()
+    previous = builtins.__dict__.get("profile", missing)
+
+    def profile(func):
+        profiler._add(func, stacklevel=3)
+        return func
+
+    builtins.profile = profile  # type: ignore[attr-defined]
+
+    def restore() -> None:
+        if previous is missing:
+            builtins.__dict__.pop("profile", None)
+        else:
+            builtins.profile = previous  # type: ignore[attr-defined]
+
+    return restore
 
 
 def _print(report, args: argparse.Namespace, out, exit_code: int) -> int:

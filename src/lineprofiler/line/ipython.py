@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from typing import Any
+from typing import Any, NoReturn
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
@@ -38,8 +38,17 @@ def _split_line(line: str) -> tuple[list[str], str]:
     return options, rest
 
 
+class _UsageError(Exception):
+    """A bad option: the message to print under the usage (once)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # argparse would print usage, then exit
+        raise _UsageError(message)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="%lineprofile", add_help=False)
+    p = _Parser(prog="%lineprofile", add_help=False)
     p.add_argument("--top", type=int, default=20)
     p.add_argument("--min-time-us", type=float, default=0.0)
     p.add_argument("--by", "--sort", dest="sort", default="time",
@@ -70,10 +79,11 @@ class LineProfileMagics(Magics):
             options, source = _split_line(line)
         else:
             options, source = shlex.split(line, posix=True), cell
+        parser = _parser()
         try:
-            args = _parser().parse_args(options)
-        except SystemExit:
-            print(_parser().format_usage())
+            args = parser.parse_args(options)
+        except _UsageError as exc:
+            print(f"{parser.format_usage()}%lineprofile: error: {exc}")
             return
         if not source.strip():
             print("%lineprofile: nothing to run")
@@ -98,12 +108,8 @@ class LineProfileMagics(Magics):
             profiler.print_global_top_stats(
                 top_n=args.top, min_time_us=args.min_time_us, sort_by=args.sort, unit=args.unit
             )
-            if args.per_function:
-                profiler.print_stats(
-                    min_time_us=args.min_time_us,
-                    sort_by="self" if args.sort == "self" else "line",
-                    unit=args.unit,
-                )
+            if args.per_function:  # in source order, whole bodies: only the top list is ranked
+                profiler.print_stats(min_time_us=args.min_time_us, sort_by="line", unit=args.unit)
 
 
 def load_ipython_extension(ipython: Any) -> None:

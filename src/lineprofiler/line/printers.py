@@ -182,10 +182,10 @@ def print_cli_views(report: LineReport, args: object, stream: TextIO) -> None:
         stream=stream,
     )
     if args.per_function:  # type: ignore[attr-defined]
-        print_function_stats(
+        print_function_stats(  # in source order (kernprof's habit): only the top list is ranked
             report,
             min_time_us=args.min_time_us,  # type: ignore[attr-defined]
-            sort_by="self" if args.sort == "self" else "line",  # type: ignore[attr-defined]
+            sort_by="line",
             unit=args.unit,  # type: ignore[attr-defined]
             stream=stream,
         )

@@ -11,6 +11,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from types import CodeType
 from typing import Any, TextIO, TypeVar
 
 from lineprofiler import _core
@@ -58,20 +59,34 @@ class LineProfiler:
         self._previous_thread_hook: Any = None
         self._gaps_at_enable = 0
         self._profile_depth = 0
+        self._calibration: _calibrate.Overhead | None = None  # measured once, at the first read
 
     # ---- scope ----
 
     def add_function(self, func: Callable[..., Any]) -> None:
-        """Traces func's code wherever it lives (site-packages included), as kernprof does."""
-        target = inspect.unwrap(getattr(func, "__func__", func))
+        """Traces func's code wherever it lives (site-packages included), as kernprof does.
+
+        The function given is traced, not the one it wraps (``__wrapped__`` is not followed:
+        a ``functools.wraps`` wrapper runs its own code). Something with no Python code (a
+        builtin, ``dict.keys``) is skipped with a RuntimeWarning."""
+        self._add(func, stacklevel=3)
+
+    def _add(self, func: Callable[..., Any], stacklevel: int) -> None:
+        """add_function(func); stacklevel is warnings.warn's, counted from this method."""
+        target = getattr(func, "__func__", func)  # a bound method, classmethod, staticmethod
         code = getattr(target, "__code__", None)
-        if code is None:
-            raise TypeError(f"add_function: {func!r} has no Python code to trace")
+        if not isinstance(code, CodeType):
+            warnings.warn(
+                f"add_function: {func!r} has no Python code to trace; skipped",
+                RuntimeWarning,
+                stacklevel=stacklevel,
+            )
+            return
         self._tracer.add_code(code)
 
     def profile(self, func: F) -> F:
         """Decorator: add_function(func), and trace while func runs (when not already active)."""
-        self.add_function(func)
+        self._add(func, stacklevel=3)
         if inspect.isgeneratorfunction(func) or inspect.iscoroutinefunction(func):
             return func  # a suspended call cannot hold the tracer: trace it inside a block
 
@@ -160,8 +175,12 @@ class LineProfiler:
             return None
         if _core.line_tracer_active() is not None or sys.gettrace() is not None:
             return None  # cannot calibrate while tracing; keep raw times
+        if self._calibration is None:
+            # Once per profiler: every later read (the top list, the tables, to_dict(), a second
+            # print) applies the same cost, so all views of one run agree to the nanosecond.
+            self._calibration = _calibrate.measure()
         rows = (row for _code, code_rows in results for row in code_rows)
-        return _calibrate.capped(_calibrate.measure(), rows)
+        return _calibrate.capped(self._calibration, rows)
 
     def report(self) -> LineReport:
         """The results as plain data (what the printers and to_dict() use)."""
