@@ -25,7 +25,14 @@ pytestmark = pytest.mark.skipif(
 
 # The loader is never deleted and the trainer's profiler never closed: both go at exit.
 LOADER_ALIVE_AT_EXIT = """
-import os, sys
+import atexit, os, sys
+
+# Registered before multiprocessing is imported, so it runs after multiprocessing's exit handler
+# has terminated and joined the workers: how each ended, as multiprocessing saw it.
+workers = []
+atexit.register(lambda: print("exitcodes", sorted(w.exitcode for w in workers)))
+
+import multiprocessing
 import torch
 from torch.utils.data import DataLoader, Dataset
 from lineprofiler import accounting
@@ -56,7 +63,8 @@ if __name__ == "__main__":
         for batch in loader:
             with accounting.phase("train_step"):
                 seen += len(batch)
-    print("seen", seen)
+    workers.extend(multiprocessing.active_children())
+    print("seen", seen, "workers", len(workers))
 """
 
 
@@ -64,7 +72,8 @@ def run_and_check(tmp_path, method: str, n: int, epochs: int, snapshot_s: float)
     tmp_path.mkdir(exist_ok=True)
     args = [method, str(n), str(epochs), str(snapshot_s)]
     proc = run_python(LOADER_ALIVE_AT_EXIT, cwd=tmp_path, args=args, timeout=300)
-    assert f"seen {n * epochs}" in proc.stdout
+    assert f"seen {n * epochs} workers 2" in proc.stdout
+    assert "exitcodes [0, 0]" in proc.stdout  # torch's quiet exit, not a death by SIGTERM
     # torch's quiet exit stays quiet: no worker reported killed by a signal at exit.
     assert "Exception ignored" not in proc.stderr, proc.stderr
     assert "killed by signal" not in proc.stderr, proc.stderr
