@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(
 
 # The loader is never deleted and the trainer's profiler never closed: both go at exit.
 LOADER_ALIVE_AT_EXIT = """
-import atexit, os, sys
+import atexit, glob, json, os, sys, time
 
 # Registered before multiprocessing is imported, so it runs after multiprocessing's exit handler
 # has terminated and joined the workers: how each ended, as multiprocessing saw it.
@@ -65,6 +65,15 @@ if __name__ == "__main__":
                 seen += len(batch)
     workers.extend(multiprocessing.active_children())
     print("seen", seen, "workers", len(workers))
+    if snapshot_s:  # the workers' files on disk while they live (what a SIGKILL would leave)
+        pids, deadline = {w.pid for w in workers}, time.monotonic() + 20
+        while True:
+            metas = [json.load(open(f))["meta"] for f in glob.glob("run/workers/*/w_*.json")]
+            mid_run = sorted(m["role"] for m in metas if m["pid"] in pids)
+            if mid_run.count("trainer.loader") == len(pids) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        print("mid-run roles", mid_run)
 """
 
 
@@ -74,6 +83,8 @@ def run_and_check(tmp_path, method: str, n: int, epochs: int, snapshot_s: float)
     proc = run_python(LOADER_ALIVE_AT_EXIT, cwd=tmp_path, args=args, timeout=300)
     assert f"seen {n * epochs} workers 2" in proc.stdout
     assert "exitcodes [0, 0]" in proc.stdout  # torch's quiet exit, not a death by SIGTERM
+    if snapshot_s:  # the periodic writes name the loader role before any final write
+        assert "mid-run roles ['trainer.loader', 'trainer.loader']" in proc.stdout, proc.stdout
     # torch's quiet exit stays quiet: no worker reported killed by a signal at exit.
     assert "Exception ignored" not in proc.stderr, proc.stderr
     assert "killed by signal" not in proc.stderr, proc.stderr

@@ -118,7 +118,7 @@ def attach(p: Profiler) -> None:
     hooks.atexit_fn = p._atexit
     atexit.register(hooks.atexit_fn)
     _install_signal_chains(p, hooks)
-    _torch_worker.cooperate(reclaim_signals)
+    _torch_worker.cooperate(_torch_worker_started)
     _ensure_fork_handlers()
     with _threads_lock:  # a fork in another thread sees the threads and the profiler, or neither
         p._rec.start_thread()
@@ -323,6 +323,16 @@ def _restore_signals(hooks: _Hooks) -> None:
     hooks.signals.clear()
 
 
+def _torch_worker_started() -> None:
+    """Right after torch's DataLoader worker set-up: our handlers go back in front of torch's,
+    and a profiler inherited through fork takes the loader role now (not only at its final write,
+    so that even a worker killed later reads as a loader)."""
+    reclaim_signals()
+    for p in live_profilers():
+        if p._parent_role is not None:
+            p._refresh_child_identity()
+
+
 def reclaim_signals() -> None:
     """Puts our flush handlers back in front of C handlers a library installed over them since
     (torch's DataLoader worker set-up, through _torch_worker), keeping those to chain to."""
@@ -388,10 +398,11 @@ def _after_fork_in_child() -> None:
     global _threads_lock
     _threads_lock = threading.RLock()  # the parent's is held (by the forking thread): start fresh
     _stopped_for_fork.clear()
+    _torch_worker.in_loader_worker = False  # a child of a DataLoader worker is not one
     about_to_exec = _in_subprocess_preexec()
     _inherit_environment()
     if not about_to_exec and live_profilers():
-        _torch_worker.cooperate(reclaim_signals)  # a DataLoader worker, perhaps
+        _torch_worker.cooperate(_torch_worker_started)  # a DataLoader worker, perhaps
     for p in live_profilers():
         try:
             if about_to_exec:
@@ -490,7 +501,9 @@ def _multiprocessing_after_fork(p: Profiler) -> None:
     util = sys.modules.get("multiprocessing.util")
     if hooks is None or p.closed or util is None:
         return
-    _torch_worker.cooperate(reclaim_signals)  # a spawned DataLoader worker has loaded torch now
+    _torch_worker.cooperate(
+        _torch_worker_started
+    )  # a spawned DataLoader worker has loaded torch now
     try:
         hooks.mp_finalizer = _mp_finalizer(util, p)
     except Exception:

@@ -6,7 +6,9 @@ once (``_exit(0)``) when its parent sent the signal, as multiprocessing's exit h
 persistent worker whose loader is still alive at interpreter exit. A forked worker inherited the
 parent's profiler and flush handlers before that call, so torch's handler replaced ours and the
 worker ended with nothing written. :func:`cooperate` wraps that torch function so that, right
-after it, the given callback puts our handlers back in front, keeping torch's to chain to.
+after it, the given callback puts our handlers back in front, keeping torch's to chain to. Only a
+DataLoader worker calls it, so from then on :data:`in_loader_worker` says what this process is
+(torch's own worker info is set a little later in the loop).
 
 torch is never imported here: only a torch the process already loaded is wrapped.
 """
@@ -21,6 +23,9 @@ _MODULE = "torch.utils.data._utils.signal_handling"
 _FUNCTION = "_set_worker_signal_handlers"
 _WRAPPED_MARK = "__lineprofiler_wraps__"
 
+# Whether torch's worker set-up ran in this process: it is a DataLoader worker.
+in_loader_worker = False
+
 
 def cooperate(after: Callable[[], None]) -> None:
     """Wraps torch's worker signal set-up (once per process image) so that ``after()`` runs right
@@ -34,7 +39,9 @@ def cooperate(after: Callable[[], None]) -> None:
             return
 
         def set_worker_signal_handlers(*args: Any, **kwargs: Any) -> Any:
+            global in_loader_worker
             result = original(*args, **kwargs)
+            in_loader_worker = True
             try:
                 after()
             except Exception:
