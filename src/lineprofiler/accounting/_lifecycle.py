@@ -501,9 +501,8 @@ def _multiprocessing_after_fork(p: Profiler) -> None:
     util = sys.modules.get("multiprocessing.util")
     if hooks is None or p.closed or util is None:
         return
-    _torch_worker.cooperate(
-        _torch_worker_started
-    )  # a spawned DataLoader worker has loaded torch now
+    # A spawned DataLoader worker has loaded torch by now (unpickling its process object).
+    _torch_worker.cooperate(_torch_worker_started)
     try:
         hooks.mp_finalizer = _mp_finalizer(util, p)
     except Exception:
