@@ -18,10 +18,13 @@ from lineprofiler.accounting import merge_run
 from tests.helpers import run_python
 from tests.integration.runfiles import workers
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None,
-    reason="torch is not installed (pip install torch==2.13.0)",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        importlib.util.find_spec("torch") is None,
+        reason="torch is not installed (pip install torch==2.13.0)",
+    ),
+]
 
 # The loader is never deleted and the trainer's profiler never closed: both go at exit.
 LOADER_ALIVE_AT_EXIT = """
