@@ -228,13 +228,15 @@ TEST_CASE("a forked child records nothing into the parent's profiler and never w
   CHECK(doc.find("\"final\":true") != std::string::npos);
 }
 
-TEST_CASE("SIGTERM with the default disposition writes the final file, then ends the process") {
+// In a child process (it dies by the signal): a profiler with sig at its default disposition
+// records 11 phases and raises sig; its worker file, read after it ended, is final and complete.
+void final_file_of_a_child_ended_by(int sig, const char* name) {
   std::string dir = temp_dir();
-  pid_t pid = fork();  // the child dies by the signal: run it in its own process
+  pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
     g_in_forked_child = 1;
-    signal(SIGTERM, SIG_DFL);
+    signal(sig, SIG_DFL);
     lineprofiler::ProfilerOptions o;
     o.run_dir = dir;
     o.role = "term";
@@ -246,13 +248,13 @@ TEST_CASE("SIGTERM with the default disposition writes the final file, then ends
     for (int i = 0; i < 11; ++i) {
       LP_PHASE("served");
     }
-    raise(SIGTERM);
+    raise(sig);
     _exit(3);  // not reached: the re-raised signal ended the process
   }
   int status = 0;
   REQUIRE(waitpid(pid, &status, 0) == pid);
   REQUIRE(WIFSIGNALED(status));
-  CHECK(WTERMSIG(status) == SIGTERM);
+  CHECK(WTERMSIG(status) == sig);
   std::string host_dir = dir + "/workers/" + lp::standalone::host_name();
   std::string doc;
   DIR* d = opendir(host_dir.c_str());
@@ -266,5 +268,48 @@ TEST_CASE("SIGTERM with the default disposition writes the final file, then ends
   closedir(d);
   CHECK(phase_field(doc, "[\"served\"]", "calls") == 11);
   CHECK(doc.find("\"final\":true") != std::string::npos);
-  CHECK(doc.find("\"exit_signal\":\"SIGTERM\"") != std::string::npos);
+  CHECK(doc.find(std::string("\"exit_signal\":\"") + name + "\"") != std::string::npos);
+}
+
+TEST_CASE("SIGTERM with the default disposition writes the final file, then ends the process") {
+  final_file_of_a_child_ended_by(SIGTERM, "SIGTERM");
+}
+
+TEST_CASE("SIGINT (Ctrl-C) with the default disposition writes the final file, then ends it") {
+  final_file_of_a_child_ended_by(SIGINT, "SIGINT");
+}
+
+TEST_CASE("a SIGINT ignored at construction stays ignored (a shell's background job)") {
+  std::string dir = temp_dir();
+  pid_t pid = fork();  // the child changes its SIGINT disposition: its own process
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    g_in_forked_child = 1;
+    signal(SIGINT, SIG_IGN);
+    int bad = 0;
+    {
+      lineprofiler::ProfilerOptions o;
+      o.run_dir = dir;
+      o.role = "background";
+      o.enabled = true;
+      o.snapshot_interval_s = 0;
+      o.sample_interval_s = 0;
+      o.export_env = false;
+      lineprofiler::Profiler prof(o);
+      struct sigaction now;
+      sigaction(SIGINT, nullptr, &now);
+      bad |= ((now.sa_flags & SA_SIGINFO) || now.sa_handler != SIG_IGN) ? 1 : 0;
+      uint64_t writes = prof.stats().writes;
+      raise(SIGINT);  // ignored: no flush, and the process goes on
+      bad |= prof.stats().writes != writes ? 2 : 0;
+    }
+    struct sigaction after;
+    sigaction(SIGINT, nullptr, &after);
+    bad |= after.sa_handler != SIG_IGN ? 4 : 0;
+    _exit(bad);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }

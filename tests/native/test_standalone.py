@@ -1,7 +1,7 @@
 """A C++ program with no Python (examples/native/standalone/server.cpp, linked with
 liblineprofiler.a) as one worker of a run: started next to Python workers it joins their attempt,
-its role is in the report with exactly the counts it made, and SIGTERM/SIGUSR1/SIGHUP flush it
-(chaining to a handler of its own)."""
+its role is in the report with exactly the counts it made, and SIGTERM/SIGINT/SIGUSR1/SIGHUP flush
+it (chaining to a handler of its own); an ignored SIGINT stays ignored."""
 
 from __future__ import annotations
 
@@ -138,8 +138,10 @@ def test_cmake_package_builds_the_server(tmp_path: Path) -> None:
 
 
 def start_waiting_server(
-    server: Path, run_dir: Path, requests: int, *extra: str
+    server: Path, run_dir: Path, requests: int, *extra: str, sigint: Any = signal.SIG_DFL
 ) -> subprocess.Popen[str]:
+    """The server after its requests, waiting for a signal; ``sigint``: its SIGINT disposition
+    (the test runner's own may be SIG_IGN, as in a shell's background job)."""
     env = child_env({"LINEPROFILER_PROFILE": "1", "LINEPROFILER_RUN_DIR": str(run_dir)})
     proc = subprocess.Popen(
         [str(server), str(requests), "--wait-for-signal", *extra],
@@ -147,6 +149,7 @@ def start_waiting_server(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),
     )
     assert proc.stdout is not None
     for line in proc.stdout:  # its requests are done: only a flush can bring them to the file
@@ -157,7 +160,7 @@ def start_waiting_server(
     return proc
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP])
 def test_flush_signal_writes_the_final_file_then_ends_the_process(
     server: Path, tmp_path: Path, sig: signal.Signals
 ) -> None:
@@ -176,6 +179,23 @@ def test_flush_signal_writes_the_final_file_then_ends_the_process(
     got = server_phases(doc)
     assert got[("handle",)]["calls"] == requests
     assert got[("handle",)]["counters"] == {"requests": requests, "bytes": expected_bytes(requests)}
+
+
+def test_an_ignored_sigint_stays_ignored(server: Path, tmp_path: Path) -> None:
+    # A shell starts a background job with SIGINT ignored: Ctrl-C at the terminal must not end
+    # it, nor write its final file, with or without the profiler.
+    run_dir = tmp_path / "run"
+    proc = start_waiting_server(server, run_dir, 5, sigint=signal.SIG_IGN)
+    (path,) = worker_files(run_dir)
+    proc.send_signal(signal.SIGINT)
+    with pytest.raises(subprocess.TimeoutExpired):
+        proc.wait(timeout=1.0)  # still running: the signal was ignored
+    assert read_worker(path)["final"] is False
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == -signal.SIGTERM
+    doc = read_worker(path)
+    assert doc["final"] is True and doc["meta"]["exit_signal"] == "SIGTERM"
+    assert server_phases(doc)[("handle",)]["calls"] == 5
 
 
 def test_sigterm_chains_to_the_programs_own_handler(server: Path, tmp_path: Path) -> None:

@@ -101,6 +101,8 @@ const char* signal_name(int signum) {
   switch (signum) {
     case SIGTERM:
       return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
     case SIGUSR1:
       return "SIGUSR1";
     case SIGHUP:

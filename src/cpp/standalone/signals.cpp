@@ -13,7 +13,7 @@
 
 namespace lp::standalone {
 
-const int kFlushSignals[kFlushSignalCount] = {SIGTERM, SIGUSR1, SIGHUP};
+const int kFlushSignals[kFlushSignalCount] = {SIGTERM, SIGINT, SIGUSR1, SIGHUP};
 
 namespace {
 
@@ -40,6 +40,10 @@ int slot_of(int signum) {
 
 bool is_default(const struct sigaction& sa) {
   return !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_DFL;
+}
+
+bool is_ignored(const struct sigaction& sa) {
+  return !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_IGN;
 }
 
 void handler(int signum, siginfo_t* info, void* uctx) {
@@ -153,6 +157,7 @@ bool signals_attach(SignalFlushFn fn, void* ctx) {
     if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == handler) {
       continue;  // ours, left inert by an earlier detach under someone else's: active again
     }
+    if (kFlushSignals[i] == SIGINT && is_ignored(current)) continue;  // see kFlushSignals
     struct sigaction ours = {};
     ours.sa_sigaction = handler;
     ours.sa_flags = SA_SIGINFO | SA_RESTART;

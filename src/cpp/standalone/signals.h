@@ -1,4 +1,4 @@
-// standalone/signals.h: flush on SIGTERM/SIGUSR1/SIGHUP from a thread of ours, then chain.
+// standalone/signals.h: flush on SIGTERM/SIGINT/SIGUSR1/SIGHUP from a thread of ours, then chain.
 //
 // The handler itself does only async-signal-safe things: it writes the signal number to a pipe,
 // waits (poll, bounded) for the flusher thread to answer on a second pipe, then chains to the
@@ -14,8 +14,10 @@
 
 namespace lp::standalone {
 
-/// The signals handled: SIGTERM, SIGUSR1, SIGHUP.
-constexpr int kFlushSignalCount = 3;
+/// The signals handled: SIGTERM, SIGINT, SIGUSR1, SIGHUP. A SIGINT ignored when the handlers are
+/// installed (a shell's background job) is left ignored, so that programs this one execs inherit
+/// the ignoring as the shell meant.
+constexpr int kFlushSignalCount = 4;
 extern const int kFlushSignals[kFlushSignalCount];
 
 /// How long a handler waits for the flush before chaining anyway, in ms.

@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 
 from lineprofiler import _core
+from lineprofiler.accounting import _torch_worker
 from lineprofiler.runfile.layout import ENV_PARENT_ROLE, ENV_ROLE, ENV_RUN_DIR, ENV_RUN_ID
 
 _HOST_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -189,7 +190,7 @@ def child_role(parent_role: str) -> str:
     own = os.environ.get(ENV_ROLE)
     if own and own != parent_role and own != os.environ.get(ENV_PARENT_ROLE):
         return own
-    if _loader_worker_id() is not None:
+    if _loader_worker_id() is not None or _torch_worker.in_loader_worker:
         return f"{parent_role}.loader"
     return f"{parent_role}.child"
 

@@ -11,7 +11,10 @@ so several profilers in one interpreter may close in any order:
   handler that was there before it (or performs the default action). close() puts the previous
   handler back when its own is still the current one, skipping handlers of profilers that have
   closed meanwhile; when a host installed its own on top, ours stays in place, inert, and still
-  chains.
+  chains. A C handler a library installed under Python's SIG_DFL (torch's DataLoader worker
+  SIGTERM handler, which ends the worker) is chained to as the default action would be: the
+  profiler writes its final file, then that handler runs with the signal's siginfo. torch's
+  worker set-up, which would replace ours, is wrapped so that ours goes back in front of it.
 - fork: ``os.register_at_fork`` handlers are registered once per interpreter (CPython cannot
   unregister them) and dispatch over weak references, skipping closed profilers. Before a fork
   the profilers' C++ threads are stopped (so no lock of theirs is held across the fork), after it
@@ -37,7 +40,7 @@ import weakref
 from typing import Any
 
 from lineprofiler import _signal_guard
-from lineprofiler.accounting import _identity
+from lineprofiler.accounting import _identity, _torch_worker
 from lineprofiler.accounting.export import DeltaCursor
 from lineprofiler.runfile.layout import (
     ENV_PARENT_ROLE,
@@ -115,6 +118,7 @@ def attach(p: Profiler) -> None:
     hooks.atexit_fn = p._atexit
     atexit.register(hooks.atexit_fn)
     _install_signal_chains(p, hooks)
+    _torch_worker.cooperate(_torch_worker_started)
     _ensure_fork_handlers()
     with _threads_lock:  # a fork in another thread sees the threads and the profiler, or neither
         p._rec.start_thread()
@@ -202,7 +206,7 @@ class _SignalChain:
         p = self.profiler()
         if p is not None and not p.closed:
             try:
-                if _ends_in_default_action(self.previous):
+                if _ends_in_default_action(self.previous, signum):
                     _close_for_signal(p, signum)  # nothing runs after this: the final write
                 else:
                     p._flush(final=False)  # a handler below may keep the process running
@@ -222,13 +226,24 @@ class _SignalChain:
         return f"<lineprofiler flush-then-chain handler for signal {self.signum}>"
 
 
-def _ends_in_default_action(handler: Any) -> bool:
+def _ends_in_default_action(handler: Any, signum: int) -> bool:
     while isinstance(handler, _SignalChain):
         handler = handler.previous
+    if handler in (signal.SIG_DFL, signal.SIG_IGN) and _foreign_kept(signum):
+        return True  # a library's C handler (torch's worker SIGTERM one) ends the process
     return handler == signal.SIG_DFL
 
 
+def _foreign_kept(signum: int) -> bool:
+    try:
+        return _signal_guard.has_foreign(signum)
+    except Exception:
+        return False
+
+
 def _chain_to(previous: Any, signum: int, frame: Any) -> Any:
+    if previous in (signal.SIG_DFL, signal.SIG_IGN) and _signal_guard.call_foreign(signum):
+        return None  # the library's C handler under Python's ran (and did not end the process)
     if previous == signal.SIG_IGN:
         return None
     if callable(previous):
@@ -273,6 +288,10 @@ def _install_signal_chains(p: Profiler, hooks: _Hooks) -> None:
             previous = signal.getsignal(signum)
             if previous is None:
                 continue  # installed outside Python: we could not chain to it, so leave it alone
+            if previous in (signal.SIG_DFL, signal.SIG_IGN):
+                # Python's SIG_DFL may hide a library's C handler (a spawned torch DataLoader
+                # worker joining the run after its loop installed one): keep it to chain to.
+                _signal_guard.note_foreign(signum)
             chain = _SignalChain(p, signum, previous)
             signal.signal(signum, chain)
             # A signal landing just before the main thread blocks (a Pool worker waiting for a
@@ -295,9 +314,42 @@ def _restore_signals(hooks: _Hooks) -> None:
             while isinstance(target, _SignalChain) and target.inert:
                 target = target.previous
             signal.signal(signum, target)
+            if isinstance(target, _SignalChain):
+                _signal_guard.guard(signum)  # signal.signal() put Python's bare handler in
+            else:
+                _signal_guard.restore_foreign(signum)  # a library's handler was under ours
         except (ValueError, OSError, RuntimeError, TypeError):
             continue
     hooks.signals.clear()
+
+
+def _torch_worker_started() -> None:
+    """Right after torch's DataLoader worker set-up: our handlers go back in front of torch's,
+    and a profiler inherited through fork takes the loader role now (not only at its final write,
+    so that even a worker killed later reads as a loader)."""
+    reclaim_signals()
+    for p in live_profilers():
+        if p._parent_role is not None:
+            p._refresh_child_identity()
+
+
+def reclaim_signals() -> None:
+    """Puts our flush handlers back in front of C handlers a library installed over them since
+    (torch's DataLoader worker set-up, through _torch_worker), keeping those to chain to."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for name in FLUSH_SIGNALS:
+        signum = getattr(signal, name, None)
+        if signum is None:
+            continue
+        try:
+            current = signal.getsignal(signum)
+            if not isinstance(current, _SignalChain) or current.inert:
+                continue
+            if _signal_guard.note_foreign(signum):
+                _signal_guard.guard(signum)
+        except (ValueError, OSError, RuntimeError, TypeError):
+            continue
 
 
 # ------------------------------------------------------------------------------------------------
@@ -346,8 +398,11 @@ def _after_fork_in_child() -> None:
     global _threads_lock
     _threads_lock = threading.RLock()  # the parent's is held (by the forking thread): start fresh
     _stopped_for_fork.clear()
+    _torch_worker.in_loader_worker = False  # a child of a DataLoader worker is not one
     about_to_exec = _in_subprocess_preexec()
     _inherit_environment()
+    if not about_to_exec and live_profilers():
+        _torch_worker.cooperate(_torch_worker_started)  # a DataLoader worker, perhaps
     for p in live_profilers():
         try:
             if about_to_exec:
@@ -446,6 +501,8 @@ def _multiprocessing_after_fork(p: Profiler) -> None:
     util = sys.modules.get("multiprocessing.util")
     if hooks is None or p.closed or util is None:
         return
+    # A spawned DataLoader worker has loaded torch by now (unpickling its process object).
+    _torch_worker.cooperate(_torch_worker_started)
     try:
         hooks.mp_finalizer = _mp_finalizer(util, p)
     except Exception:

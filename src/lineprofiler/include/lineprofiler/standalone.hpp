@@ -43,8 +43,9 @@ struct ProfilerOptions {
   double snapshot_interval_s = 30.0;
   /// Resource sampler period (memory, I/O, GPU rows); <= 0: no sampler.
   double sample_interval_s = 1.0;
-  /// Flush on SIGTERM, SIGUSR1 and SIGHUP, then chain to the handler installed before (or, when
-  /// that was the default action, write the final file and re-raise the signal).
+  /// Flush on SIGTERM, SIGINT (Ctrl-C), SIGUSR1 and SIGHUP, then chain to the handler installed
+  /// before (or, when that was the default action, write the final file and re-raise the signal).
+  /// A SIGINT ignored at construction (a shell's background job) stays ignored.
   bool handle_signals = true;
   /// Make LP_PHASE / lineprofiler::count / current() of this program record into this profiler.
   bool install = true;
