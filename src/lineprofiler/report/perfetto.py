@@ -50,6 +50,7 @@ from lineprofiler.runfile.samples import (
     SampleTable,
     read_samples,
     read_tags,
+    sidecar_name_ok,
 )
 from lineprofiler.runfile.worker_doc import WorkerFileError, load_worker_doc
 
@@ -89,10 +90,10 @@ def _sidecars(w: Worker) -> tuple[Path, Path | None] | None:
     if not isinstance(status, dict):
         return None
     name, tags = status.get("file"), status.get("tags_file")
-    if not isinstance(name, str) or "/" in name or not name:
+    if not sidecar_name_ok(name):
         return None
     side = Path(w.file).with_name(name)
-    tag_path = side.with_name(tags) if isinstance(tags, str) and tags and "/" not in tags else None
+    tag_path = side.with_name(tags) if sidecar_name_ok(tags) else None
     return side, tag_path
 
 
