@@ -74,7 +74,9 @@ def _refuse_holes(fd: int, size: int) -> None:
         except OSError:
             pass
     if hole < size:
-        raise UnsafeFile(f"a sparse file (a hole at byte {hole:,} of {size:,}): not one a run wrote")
+        raise UnsafeFile(
+            f"a sparse file (a hole at byte {hole:,} of {size:,}): not one a run wrote"
+        )
 
 
 def read_range(fd: int, offset: int, length: int) -> bytes:
