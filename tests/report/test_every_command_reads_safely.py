@@ -207,8 +207,16 @@ def test_names_from_a_worker_file_never_reach_the_terminal_raw(tmp_path, real_tw
     rec["path"] = ["load" + HOSTILE]
     rec["counters"] = {"items" + HOSTILE: ITEMS}
     f.write_text(json.dumps(doc))
+    # and a host directory whose name is the attacker's (reduce names each host it folds)
+    host_dir = run / "workers" / ("node" + HOSTILE)
+    host_dir.mkdir()
+    doc["meta"]["pid"] += 100_000
+    (host_dir / f"w_{doc['meta']['run_id']}_{doc['meta']['pid']}_0badf00d.json").write_text(
+        json.dumps(doc)
+    )
     got = every_command(tmp_path, run, real_two)
     assert_all_fine(got)  # no raw control character in any text command's output
+    assert "node\\x1b]0;pwned\\x07" in got["reduce"][2]
     for command in ("report", "top -n 1", "attempts", "compare"):
         text = got[command][1]
         assert "\\x1b]0;pwned\\x07" in text, command  # shown, escaped once

@@ -72,7 +72,7 @@ def internal_error(prog: str, exc: BaseException) -> int:
     if os.environ.get(ENV_DEBUG):
         traceback.print_exc()
     print(
-        f"lineprofiler {prog}: internal error: {type(exc).__name__}: {exc}\n"
+        f"lineprofiler {prog}: internal error: {type(exc).__name__}: {terminal_safe(str(exc))}\n"
         f"(this is a bug in lineprofiler; rerun with {ENV_DEBUG}=1 for the traceback)",
         file=sys.stderr,
     )
@@ -107,7 +107,10 @@ def main(args: argparse.Namespace) -> int:
                     f.write(page)
             except OSError as exc:
                 return fail("report", f"{args.html}: cannot write it ({exc.strerror})")
-            print(f"lineprofiler report: wrote {args.html} ({len(page.encode()):,} bytes)")
+            print(
+                f"lineprofiler report: wrote {terminal_safe(args.html)} "
+                f"({len(page.encode()):,} bytes)"
+            )
             return 0
         if args.json:
             from lineprofiler.report.json import render_json
