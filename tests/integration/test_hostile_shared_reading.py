@@ -104,3 +104,29 @@ def test_a_worker_file_planted_by_another_user(request, tmp_path, planted):
         assert "lineprofiler_unreadable_files 1.0" in got["serve"][1]
     # the two real processes this test ran, and the planted one where it is a valid file
     assert json.loads(report)["run"]["processes"] == (3 if planted == "hostile_names" else 2)
+
+
+@needs_second_user
+def test_a_host_link_planted_by_another_user_never_leaks_a_private_file(request, tmp_path):
+    """nobody links ``workers/<x>`` to root's private directory holding a worker file of
+    another run: root's report must not show its phases."""
+    d, _victim = request.getfixturevalue("shared")
+    run, _host_dir = _run_open_to_nobody(d)
+    (run / "workers").chmod(0o777)
+    private = tmp_path / "private"  # root's, 0700: nobody cannot read it, root can
+    private.mkdir(mode=0o700)
+    doc = json.loads(worker_of(run, "worker").read_text())
+    doc["meta"]["pid"] += 100_000
+    next(r for t in doc["threads"] for r in t["phases"])["path"] = ["root_private_phase"]
+    name = f"w_{doc['meta']['run_id']}_{doc['meta']['pid']}_5ec12e70.json"
+    (private / name).write_text(json.dumps(doc))
+    (private / name).chmod(0o600)
+    as_nobody("ln", "-s", str(private), str(run / "workers" / "elsewhere"))
+    assert os.lstat(run / "workers" / "elsewhere").st_uid != 0
+    got = every_command(tmp_path, run, run, memory_mb=1024)
+    assert_all_fine(got)
+    assert_learner_still_reported(got)
+    for command, (_rc, stdout, stderr, _problem) in got.items():
+        assert "root_private_phase" not in stdout + stderr, command
+    unreadable = json.loads(got["report --json"][1])["unreadable"]
+    assert [u["path"] for u in unreadable] == [f"workers/elsewhere/{name}"]

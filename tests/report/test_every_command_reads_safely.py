@@ -291,3 +291,27 @@ def test_a_sidecar_beyond_the_row_limit_is_refused(tmp_path, real_two, monkeypat
     monkeypatch.setattr(samples_mod, "MAX_SAMPLE_ROWS", rows - 1)
     with pytest.raises(samples_mod.SamplesError, match=f"{side.name}: {rows} rows, more than"):
         samples_mod.read_samples(side)
+
+
+def test_a_host_directory_that_is_a_link_out_of_the_run_is_never_read_through(tmp_path, real_two):
+    """``workers/<host>`` swapped for a link to a private directory holding a worker file: its
+    phases never reach any output; the file is named as refused."""
+    run = tmp_path / "run"
+    shutil.copytree(real_two, run)
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    f = worker_of(run, "worker")
+    doc = json.loads(f.read_text())
+    doc["meta"]["pid"] += 100_000
+    _record(doc, "load")["path"] = ["secret_phase"]
+    name = f"w_{doc['meta']['run_id']}_{doc['meta']['pid']}_5ec12e70.json"
+    (private / name).write_text(json.dumps(doc))
+    (run / "workers" / "elsewhere").symlink_to(private)
+    got = every_command(tmp_path, run, real_two)
+    assert_all_fine(got)
+    assert_learner_still_reported(got)
+    for command, (_rc, stdout, stderr, _problem) in got.items():
+        assert "secret_phase" not in stdout + stderr, command
+    unreadable = json.loads(got["report --json"][1])["unreadable"]
+    assert [u["path"] for u in unreadable] == [f"workers/elsewhere/{name}"]
+    assert "elsewhere/ is a symbolic link" in unreadable[0]["reason"]

@@ -5,8 +5,10 @@ regular file without holes and bounds what it reads (docs/guide/sharing-a-run-di
 check walks the syntax tree of every module under ``report/``, ``runfile/`` and ``cli.py`` and
 fails on any other way to open a file for reading: builtin ``open()`` (read or update mode),
 ``os.open`` without O_WRONLY, ``os.fdopen``/``io.open`` for reading, ``Path.open``,
-``read_text``/``read_bytes``, ``json.load``, ``mmap``, ``numpy.fromfile``. Opening for writing
-(output files) is the writer's business, not this check's.
+``read_text``/``read_bytes``, ``json.load``, ``mmap``, ``numpy.fromfile``; and, under
+``report/``, on a call of the reader that does not name the run directory the file must lie in
+(``within``: no directory between may be a link). Opening for writing (output files) is the
+writer's business, not this check's.
 """
 
 from __future__ import annotations
@@ -111,6 +113,49 @@ def test_no_module_under_report_runfile_or_cli_reads_a_file_around_the_reader():
         for line, what in bypasses(p.read_text())
     ]
     assert not found, "read through lineprofiler.runfile.safe_read instead:\n" + "\n".join(found)
+
+
+# The shared reader's entry points, and the position of their ``within`` (run directory) argument.
+_WITHIN_AT = {
+    "load_worker_doc": 1,
+    "read_samples": 1,
+    "read_tags": 1,
+    "read_summary": 1,
+    "read_sidecar": 2,
+    "read_regular": 2,
+    "open_regular": 2,
+    "read_head": 3,
+}
+
+
+def without_run_dir(source: str) -> list[tuple[int, str]]:
+    """(line, function) for each call of the reader that does not say which run directory the
+    file must lie in (so a linked ``workers/<host>`` would be read through)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        at = _WITHIN_AT.get(name)
+        if at is None:
+            continue
+        if len(node.args) <= at and not any(kw.arg == "within" for kw in node.keywords):
+            out.append((node.lineno, name))
+    return out
+
+
+def test_every_command_reads_a_run_file_within_its_run_directory():
+    assert without_run_dir("read_samples(p)\nread_samples(p, root)\nread_head(p, 8, n)") == [
+        (1, "read_samples"),
+        (3, "read_head"),
+    ]
+    found = [
+        f"{p.relative_to(SRC)}:{line}: {name}"
+        for p in sorted((SRC / "report").rglob("*.py"))
+        for line, name in without_run_dir(p.read_text())
+    ]
+    assert not found, "pass the run directory (within=) to:\n" + "\n".join(found)
 
 
 def test_the_reader_opens_without_following_links_or_blocking():

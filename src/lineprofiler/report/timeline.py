@@ -78,17 +78,17 @@ class Timeline:
         return max(1, self.end_ns - self.start_ns) / self.bins
 
 
-def _table(w: Worker) -> tuple[SampleTable, dict[int, tuple[str, ...]]] | None:
+def _table(w: Worker, within: str) -> tuple[SampleTable, dict[int, tuple[str, ...]]] | None:
     if not w.file:
         return None
     side = samples_path(Path(w.file))
     if side.is_symlink():
         return None
     try:
-        table = read_samples(side)
+        table = read_samples(side, within)
     except (OSError, SamplesError):
         return None
-    return table, read_tags(side.with_suffix(TAGS_SUFFIX))
+    return table, read_tags(side.with_suffix(TAGS_SUFFIX), within)
 
 
 def compress_or_zero(col: Iterable[int], keep: list[bool]) -> Iterable[int]:
@@ -102,7 +102,9 @@ def _interval_ns(run: MergedRun) -> int | None:
         if not w.file:
             continue
         try:
-            head = read_head(samples_path(Path(w.file)), HEADER_BYTES, MAX_SAMPLES_BYTES)
+            head = read_head(
+                samples_path(Path(w.file)), HEADER_BYTES, MAX_SAMPLES_BYTES, run.run_dir
+            )
         except UnsafeFile:
             continue
         if len(head) >= 32:
@@ -126,7 +128,7 @@ def build_timeline(run: MergedRun, bins: int = DEFAULT_BINS) -> Timeline | None:
     busy_acc: dict[tuple[str, int], list[list[float]]] = {}
     mine_acc: dict[tuple[str, int], list[list[float]]] = {}
     for w in run.workers:
-        got = _table(w)
+        got = _table(w, run.run_dir)
         if got is None or got[0].rows == 0:
             continue
         t, tags = got
@@ -229,7 +231,7 @@ def recent(run: MergedRun, window_s: float, now_ns: int) -> Recent | None:
             continue
         side = samples_path(Path(w.file))
         try:
-            with open_regular(side, MAX_SAMPLES_BYTES) as (fd, size):
+            with open_regular(side, MAX_SAMPLES_BYTES, run.run_dir) as (fd, size):
                 head = read_range(fd, 0, HEADER_BYTES)
                 if len(head) < HEADER_BYTES:
                     continue

@@ -12,6 +12,7 @@ first bytes, ``read_range`` a slice of it.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterator
@@ -25,6 +26,8 @@ _OPEN_FLAGS = (
     | getattr(os, "O_CLOEXEC", 0)
     | getattr(os, "O_NOCTTY", 0)
 )
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIR_FLAGS = getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _CHUNK = 1 << 20
 
 
@@ -33,16 +36,15 @@ class UnsafeFile(Exception):
 
 
 @contextmanager
-def open_regular(path: str | os.PathLike[str], limit: int) -> Iterator[tuple[int, int]]:
+def open_regular(
+    path: str | os.PathLike[str], limit: int, within: str | os.PathLike[str] | None = None
+) -> Iterator[tuple[int, int]]:
     """``(fd, size)`` of ``path`` opened read-only: a regular file of at most ``limit`` bytes, not
-    a symbolic link, with no hole (a sparse file: no writer of a run leaves one). Raises
+    a symbolic link, with no hole (a sparse file: no writer of a run leaves one). ``within`` (the
+    run directory): ``path`` must lie below it, and no directory between the two may be a link
+    either (``workers/<host>`` swapped for a link to another user's directory). Raises
     UnsafeFile otherwise (including when it cannot be opened); the fd is closed on exit."""
-    try:
-        fd = os.open(path, _OPEN_FLAGS)
-    except OSError as exc:
-        if os.path.islink(path):
-            raise UnsafeFile("a symbolic link: refused (it could point anywhere)") from None
-        raise UnsafeFile(exc.strerror or str(exc)) from None
+    fd = _open(path, within)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -56,6 +58,43 @@ def open_regular(path: str | os.PathLike[str], limit: int) -> Iterator[tuple[int
         raise UnsafeFile(exc.strerror or str(exc)) from None
     finally:
         os.close(fd)
+
+
+def _open(path: str | os.PathLike[str], within: str | os.PathLike[str] | None) -> int:
+    if within is None or os.fspath(within) == "":  # "": no run directory known
+        return _open_at(os.fspath(path), None)
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(within))
+    parts = rel.split(os.sep)
+    if rel in (".", "") or parts[0] == ".." or os.path.isabs(rel):
+        raise UnsafeFile("not a file of the run directory")
+    try:
+        dir_fd = os.open(within, os.O_RDONLY | _DIR_FLAGS)
+    except OSError as exc:
+        raise UnsafeFile(exc.strerror or str(exc)) from None
+    try:
+        for name in parts[:-1]:  # each directory below the run directory, never through a link
+            try:
+                below = os.open(name, os.O_RDONLY | _DIR_FLAGS | _NOFOLLOW, dir_fd=dir_fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise UnsafeFile(
+                        f"{name}/ is a symbolic link or not a directory: refused"
+                    ) from None
+                raise UnsafeFile(exc.strerror or str(exc)) from None
+            os.close(dir_fd)
+            dir_fd = below
+        return _open_at(parts[-1], dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _open_at(name: str, dir_fd: int | None) -> int:
+    try:
+        return os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (dir_fd is None and os.path.islink(name)):
+            raise UnsafeFile("a symbolic link: refused (it could point anywhere)") from None
+        raise UnsafeFile(exc.strerror or str(exc)) from None
 
 
 def _refuse_holes(fd: int, size: int) -> None:
@@ -92,19 +131,26 @@ def read_range(fd: int, offset: int, length: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
+def read_regular(
+    path: str | os.PathLike[str], limit: int, within: str | os.PathLike[str] | None = None
+) -> bytes:
     """The bytes of ``path`` (see ``open_regular``), never past the size fstat gave: a file still
     growing is cut there. Raises UnsafeFile."""
-    with open_regular(path, limit) as (fd, size):
+    with open_regular(path, limit, within) as (fd, size):
         try:
             return read_range(fd, 0, size)
         except OSError as exc:
             raise UnsafeFile(exc.strerror or str(exc)) from None
 
 
-def read_head(path: str | os.PathLike[str], length: int, limit: int) -> bytes:
+def read_head(
+    path: str | os.PathLike[str],
+    length: int,
+    limit: int,
+    within: str | os.PathLike[str] | None = None,
+) -> bytes:
     """The first ``length`` bytes of ``path`` (fewer if it is shorter; see ``open_regular``)."""
-    with open_regular(path, limit) as (fd, _size):
+    with open_regular(path, limit, within) as (fd, _size):
         try:
             return read_range(fd, 0, length)
         except OSError as exc:

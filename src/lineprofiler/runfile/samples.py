@@ -61,10 +61,10 @@ def sidecar_name_ok(name: object) -> bool:
     )
 
 
-def read_sidecar(path: Path, limit: int) -> bytes:
+def read_sidecar(path: Path, limit: int, within: Path | str | None = None) -> bytes:
     """A sidecar's bytes (see ``read_regular``); SamplesError when it is not one."""
     try:
-        return read_regular(path, limit)
+        return read_regular(path, limit, within)
     except UnsafeFile as exc:
         raise SamplesError(f"{Path(path).name}: {exc}") from None
 
@@ -81,14 +81,15 @@ class SampleTable:
     cols: list[array]
 
 
-def read_samples(path: Path) -> SampleTable:
+def read_samples(path: Path, within: Path | str | None = None) -> SampleTable:
     """Reads a ``.samples`` sidecar; a trailing partial row (a write cut by a kill) is ignored, and
     a file holding only its header has no rows. The declared layout is checked against bounds
     (and the rows against the file's real size and MAX_SAMPLE_ROWS) before anything is allocated
-    for it; the rows are then read a chunk at a time into their columns."""
+    for it; the rows are then read a chunk at a time into their columns. ``within``: the run
+    directory (see ``safe_read.open_regular``)."""
     name = Path(path).name
     try:
-        with open_regular(path, MAX_SAMPLES_BYTES) as (fd, size):
+        with open_regular(path, MAX_SAMPLES_BYTES, within) as (fd, size):
             head = read_range(fd, 0, HEADER_BYTES)
             if len(head) < HEADER_BYTES or head[:8] != MAGIC:
                 raise SamplesError(f"{name}: not a samples file")
@@ -130,11 +131,11 @@ def read_samples(path: Path) -> SampleTable:
     return SampleTable(pid, interval_ns, n_gpu, start, done, cols)
 
 
-def read_tags(path: Path) -> dict[int, tuple[str, ...]]:
+def read_tags(path: Path, within: Path | str | None = None) -> dict[int, tuple[str, ...]]:
     """Tag id -> phase path, from a ``.tags`` file (lines ``[id, [names...]]``)."""
     tags: dict[int, tuple[str, ...]] = {0: NO_PHASE}
     try:
-        text = read_sidecar(path, MAX_TAGS_BYTES).decode("utf-8", errors="replace")
+        text = read_sidecar(path, MAX_TAGS_BYTES, within).decode("utf-8", errors="replace")
     except SamplesError:
         return tags  # the rows stay, tagged "(unknown phase)"
     for line in text.splitlines():

@@ -121,10 +121,10 @@ def file_stamp(path: Path) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
-def read_summary(path: Path) -> HostSummary | None:
+def read_summary(path: Path, within: Path | str | None = None) -> HostSummary | None:
     """The summary at ``path``, or None when absent, not a regular file, or not a valid one."""
     try:
-        data = read_regular(path, MAX_SUMMARY_BYTES)
+        data = read_regular(path, MAX_SUMMARY_BYTES, within)
     except UnsafeFile:
         return None
     try:

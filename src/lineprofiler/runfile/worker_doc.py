@@ -228,11 +228,12 @@ class Worker:
         return f"{who} ({self.host}){name}"
 
 
-def load_worker_doc(path: Path) -> WorkerDoc:
+def load_worker_doc(path: Path, within: Path | str | None = None) -> WorkerDoc:
     """Reads and type-checks a worker file (a ``WorkerFileError`` says why it cannot be used): a
-    regular file (not a link, a FIFO or a device) of at most MAX_WORKER_BYTES."""
+    regular file (not a link, a FIFO or a device) of at most MAX_WORKER_BYTES; ``within``: the
+    run directory, no directory between which and the file may be a link."""
     try:
-        data = read_regular(path, MAX_WORKER_BYTES)
+        data = read_regular(path, MAX_WORKER_BYTES, within)
     except UnsafeFile as exc:
         raise WorkerFileError(f"cannot read it ({exc})") from None
     return decode_worker_doc(data)
