@@ -211,7 +211,8 @@ class Worker:
 
         For tests and drill-down; a live worker's file may have moved on since the merge.
         """
-        doc = load_worker_doc(Path(self.file))
+        within = self.file[: -len(self.path)] if self.file.endswith("/" + self.path) else None
+        doc = load_worker_doc(Path(self.file), within)
         return tree_of(doc, self.thread_names)
 
     @property
