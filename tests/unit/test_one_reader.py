@@ -8,7 +8,10 @@ fails on any other way to open a file for reading: builtin ``open()`` (read or u
 ``read_text``/``read_bytes``, ``json.load``, ``mmap``, ``numpy.fromfile``; and, under
 ``report/``, on a call of the reader that does not name the run directory the file must lie in
 (``within``: no directory between may be a link). Opening for writing (output files) is the
-writer's business, not this check's.
+writer's business, not this check's. Printing: a value a command's own message formats
+(``print``/``.write`` in ``report/cli_*.py`` and ``live.py``) goes through ``terminal_safe``
+unless it is a number; the rendered reports are checked by running every command over hostile
+names (``tests/report/test_every_command_reads_safely.py`` and the fuzzer).
 """
 
 from __future__ import annotations
@@ -162,3 +165,41 @@ def test_the_reader_opens_without_following_links_or_blocking():
     text = READER.read_text()
     for flag in ("O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC", "S_ISREG", "SEEK_HOLE"):
         assert flag in text, flag
+
+
+# What a command's own messages may print as they are: numbers and the command's own words. Any
+# other value in a print()/write() of a command module must go through terminal_safe (or its
+# alias term); fail() escapes its message itself.
+_ESCAPES = {"terminal_safe", "term"}
+_PLAIN = {"n", "rc", "port", "prog", "ENV_DEBUG", "type(exc).__name__", "stamp"}
+_PRINTERS = [*sorted((SRC / "report").glob("cli_*.py")), SRC / "report" / "live.py"]
+
+
+def raw_prints(source: str) -> list[tuple[int, str]]:
+    """(line, value) for each value a print()/.write() formats without the shared escape."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _dotted(node.func)
+        if name != "print" and not name.endswith(".write"):
+            continue
+        for v in ast.walk(node):
+            if not isinstance(v, ast.FormattedValue):
+                continue
+            text = _dotted(v.value)
+            escaped = isinstance(v.value, ast.Call) and _dotted(v.value.func) in _ESCAPES
+            numeric = v.format_spec is not None or text.startswith("len(")
+            if not (escaped or numeric or text in _PLAIN):
+                out.append((node.lineno, text))
+    return out
+
+
+def test_command_messages_print_names_through_the_shared_escape():
+    assert raw_prints('print(f"{host}: {n} -> {terminal_safe(path)} {x:,}")') == [(1, "host")]
+    found = [
+        f"{p.relative_to(SRC)}:{line}: {value}"
+        for p in _PRINTERS
+        for line, value in raw_prints(p.read_text())
+    ]
+    assert not found, "print these through terminal_safe:\n" + "\n".join(found)
