@@ -1,7 +1,10 @@
 """A bounded-time fuzzer of worker files and sidecars: mutations of a real run (truncation, byte
-flips, type swaps, huge and hostile values, deep nesting, non-regular files) fed to ``report``
-(text and JSON) and ``compare``. Every input must give exit 0 or 2, no traceback and no internal
-error, within a per-input time limit and under an address-space ceiling.
+flips, type swaps, huge and hostile values, sums beyond int64, deep nesting, non-regular and sparse
+files) fed to every command that reads a run (``tests/report/every_command.py``: ``report``, its
+``--json`` and ``--html``, ``top -n 1``, ``attempts``, ``reduce``, ``compare``, ``export`` and one
+``serve`` scrape), one command per input, in turn. Every input must give exit 0 or 2, no traceback,
+no internal error and no raw control character on a terminal, within a per-input time limit
+(SIGALRM) and under an address-space ceiling (RLIMIT_AS, so no input can take more memory).
 
 The fuzzing loop runs in one child process (RLIMIT_AS set there) so that hundreds of inputs fit in
 the time budget: ``LINEPROFILER_FUZZ_SECONDS`` (default 15) and ``LINEPROFILER_FUZZ_SEED``.
@@ -11,25 +14,34 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 
 from tests.helpers import run_python
+from tests.report.every_command import COMMANDS, EVERY_COMMAND
 from tests.report.test_hostile_inputs import REAL_RUN
 
-FUZZ_CHILD = """
-    import contextlib, io, json, os, random, resource, shutil, signal, sys, time
-    from pathlib import Path
+PER_INPUT_S = 20
 
-    seconds, seed, memory_mb = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-    resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
-    from lineprofiler.cli import main
+FUZZ_CHILD = (
+    """
+import json, os, random, resource, shutil, sys, time
+from pathlib import Path
 
+seconds, seed, memory_mb = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+per_input_s = float(sys.argv[4])
+resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
+"""
+    + EVERY_COMMAND
+    + textwrap.dedent(
+        """
     real = Path("run")
     (worker,) = sorted(real.glob("workers/*/w_*.json"))
     rel = worker.relative_to(real)
     base_doc = json.loads(worker.read_text())
     rng = random.Random(seed)
 
-    HOSTILE = [None, True, -1, 0, 2**63, -2**63 - 1, 10**400, 1.5, float("nan"), float("inf"),
+    HOSTILE = [None, True, -1, 0, 2**63, 2**63 - 1, -2**63 - 1, 10**400, 1.5, float("nan"),
+               float("inf"), "\\x9b31m", "\\u2028", "\\x85", "\\x1b]0;title\\x07",
                "", "\\x00", "x\\n\\nCAVEATS", "\\x1b[2J", "\\u202e", "a/b", "(folded)", [], {},
                [[1, 2]], {"a": 1}, "9" * 50, [None] * 3]
 
@@ -108,22 +120,36 @@ FUZZ_CHILD = """
         else:
             path.write_bytes(mutate_bytes(path.read_bytes()))
 
-    class Hang(Exception):
-        pass
+    def overflow(doc):  # values each within the schema whose sum is not
+        recs = [r for t in doc.get("threads", []) for r in t.get("phases", [])]
+        if not recs:
+            return
+        rec = rng.choice(recs)
+        kind = rng.choice(["every", "async", "tasks"])
+        if kind == "every":
+            rec.update(sample_every=2, wall_ns=2**63 - 1, open_ns=1)
+        elif kind == "async":
+            rec.update(wall_ns=2**63 - 1, async_wall_ns=2**63 - 1, async_calls=1, open_ns=1)
+        else:
+            doc["threads"][0]["tasks"] = 1
+            rec.update(open_ns=2**63 - 1, open=1)
 
-    def on_alarm(signum, frame):
-        raise Hang()
+    def sparse(path):
+        head = path.read_bytes()[:64]
+        path.unlink()
+        with open(path, "wb") as f:
+            f.write(head)
+            f.truncate(1 << 30)
 
-    signal.signal(signal.SIGALRM, on_alarm)
     deadline = time.monotonic() + seconds
-    tried, failures, kinds = 0, [], {}
+    tried, failures, kinds, commands = 0, [], {}, {}
     while time.monotonic() < deadline:
         case = Path(f"case{tried % 2}")
         if case.exists():
             shutil.rmtree(case)
         shutil.copytree(real, case, symlinks=True)
         w = case / rel
-        what = rng.choice(["doc", "doc", "bytes", "samples", "tags", "both"])
+        what = rng.choice(["doc", "doc", "bytes", "samples", "tags", "both", "overflow", "sparse"])
         kinds[what] = kinds.get(what, 0) + 1
         if what in ("doc", "both"):
             w.write_text(mutate_doc(json.loads(json.dumps(base_doc))))
@@ -133,31 +159,33 @@ FUZZ_CHILD = """
             mutate_samples(w.with_suffix(".samples"))
         if what in ("tags", "both"):
             mutate_tags(w.with_suffix(".tags"))
-        argv = rng.choice([["report", str(case)], ["report", "--json", str(case)],
-                           ["compare", str(real), str(case)]])
-        out, err = io.StringIO(), io.StringIO()
-        signal.alarm(20)
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                rc = main(argv)
-        except Hang:
-            rc = "hang"
-        except BaseException as exc:  # anything escaping main() is a failure
-            rc = f"raised {type(exc).__name__}: {str(exc)[:200]}"
-        finally:
-            signal.alarm(0)
-        text = err.getvalue()
-        bad = rc not in (0, 2) or "Traceback" in text or "internal error" in text
-        if rc == 2 and len(text.strip().splitlines()) != 1:
-            bad = True
-        if bad:
+        if what == "overflow":
+            doc = json.loads(json.dumps(base_doc))
+            overflow(doc)
+            w.write_text(json.dumps(doc))
+        if what == "sparse":
+            sparse(w.with_suffix(rng.choice([".samples", ".tags", ".json"])))
+        command = COMMANDS[tried % len(COMMANDS)]  # every command in turn
+        commands[command] = commands.get(command, 0) + 1
+        out_dir = Path("out")
+        out_dir.mkdir(exist_ok=True)
+        rc, _out, err, problem = run_command(command, case, real, out_dir, per_input_s)
+        if problem is not None:
             keep = Path(f"failure{len(failures)}")
-            shutil.copytree(case, keep, symlinks=True)
-            failures.append({"argv": argv, "rc": rc, "stderr": text[-600:], "kept": str(keep)})
+            try:
+                shutil.copytree(case, keep, symlinks=True)
+            except shutil.Error:  # a FIFO is not copied: the rest is kept
+                pass
+            failures.append(
+                {"command": command, "rc": rc, "problem": problem, "stderr": err[-600:],
+                 "kept": str(keep)}
+            )
         tried += 1
-    print(json.dumps({"tried": tried, "kinds": kinds, "failures": failures[:5],
-                      "failed": len(failures)}))
+    print(json.dumps({"tried": tried, "kinds": kinds, "commands": commands,
+                      "failures": failures[:5], "failed": len(failures)}))
 """
+    )
+)
 
 
 def test_fuzzed_worker_files_and_sidecars_never_crash_hang_or_blow_up(tmp_path):
@@ -167,10 +195,12 @@ def test_fuzzed_worker_files_and_sidecars_never_crash_hang_or_blow_up(tmp_path):
     proc = run_python(
         FUZZ_CHILD,
         cwd=tmp_path,
-        args=[str(seconds), str(seed), "1536"],
+        args=[str(seconds), str(seed), "1536", str(PER_INPUT_S)],
         timeout=seconds + 120,
     )
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     print(f"fuzzer: {got['tried']} inputs in {seconds:.0f} s (seed {seed}): {got['kinds']}")
+    print(f"fuzzer: per command: {got['commands']}")
     assert got["tried"] >= 20
+    assert set(got["commands"]) == set(COMMANDS)  # every command got inputs
     assert got["failed"] == 0, json.dumps(got["failures"], indent=1)

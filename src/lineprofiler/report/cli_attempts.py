@@ -13,7 +13,7 @@ from lineprofiler.report.cli_report import emit, fail, internal_error
 from lineprofiler.report.json import attempt_doc
 from lineprofiler.report.merge import RunError, merge_run
 from lineprofiler.report.model import Attempt
-from lineprofiler.report.units import fmt_utc
+from lineprofiler.report.units import fmt_utc, terminal_safe
 
 HELP = "List a run directory's attempts (the processes that ran together), oldest first."
 
@@ -32,7 +32,8 @@ def render(attempts: list[Attempt]) -> str:
         mark = "  (reported)" if a.reported else ""
         over = f"  (overlapped {', '.join(a.overlapped)})" if a.overlapped else ""
         lines.append(f"{a.run_id:<34}{start:<22}{end:<22}{a.workers:>6}  {roles}{mark}{over}")
-    return "\n".join(lines) + "\n"
+    # every line through terminal_safe: ids and roles are the worker files' own text
+    return "\n".join(terminal_safe(line) for line in lines) + "\n"
 
 
 def main(args: argparse.Namespace) -> int:

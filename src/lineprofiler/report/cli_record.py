@@ -17,6 +17,7 @@ from pathlib import Path
 
 from lineprofiler.report.cli_report import ITERATION_HELP, emit, fail, internal_error
 from lineprofiler.report.merge import RunError, merge_run
+from lineprofiler.report.units import terminal_safe
 from lineprofiler.runfile.layout import ENV_PROFILE, ENV_ROLE, ENV_RUN_DIR, ENV_RUN_ID
 
 HELP = "Run a command with profiling enabled, then print the report of its run."
@@ -71,7 +72,10 @@ def main(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
     rc = status if status >= 0 else 128 - status  # killed by a signal: as a shell reports it
-    print(f"lineprofiler record: {command[0]} exited with status {rc}", file=sys.stderr)
+    print(
+        f"lineprofiler record: {terminal_safe(command[0])} exited with status {rc}",
+        file=sys.stderr,
+    )
     try:
         run = merge_run(run_dir, with_samples=not args.no_samples)
         if args.json:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from lineprofiler.report.cli_report import fail, internal_error
 from lineprofiler.report.merge import RunError, check_run_dir
+from lineprofiler.report.units import terminal_safe
 from lineprofiler.runfile.layout import WORKERS_DIR
 
 HELP = "Fold each host's worker files into a summary that report reads instead (big jobs)."
@@ -44,7 +45,11 @@ def main(args: argparse.Namespace) -> int:
                     f"{', '.join(known) or 'none'})",
                 )
             path, n = reduce_host(root, host)
-            print(f"{host}: {n} worker file(s) -> {path}", file=sys.stderr)
+            # a host is a directory name anyone who can write workers/ chooses
+            print(
+                f"{terminal_safe(host)}: {n} worker file(s) -> {terminal_safe(str(path))}",
+                file=sys.stderr,
+            )
     except RunError as exc:
         return fail("reduce", str(exc))
     except OSError as exc:

@@ -73,7 +73,7 @@ def internal_error(prog: str, exc: BaseException) -> int:
     if os.environ.get(ENV_DEBUG):
         traceback.print_exc()
     print(
-        f"lineprofiler {prog}: internal error: {type(exc).__name__}: {exc}\n"
+        f"lineprofiler {prog}: internal error: {type(exc).__name__}: {terminal_safe(str(exc))}\n"
         f"(this is a bug in lineprofiler; rerun with {ENV_DEBUG}=1 for the traceback)",
         file=sys.stderr,
     )
@@ -108,7 +108,8 @@ def main(args: argparse.Namespace) -> int:
             except OSError as exc:
                 return fail("report", f"{args.html}: cannot write it ({exc.strerror or exc})")
             print(
-                f"lineprofiler report: wrote {terminal_safe(args.html)} ({len(page.encode()):,} bytes)"
+                f"lineprofiler report: wrote {terminal_safe(args.html)} "
+                f"({len(page.encode()):,} bytes)"
             )
             return 0
         if args.json:

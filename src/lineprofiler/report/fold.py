@@ -169,7 +169,7 @@ def fold_files(root: Path, files: Iterable[Path], with_samples: bool) -> Folded:
         rel = f.relative_to(root).as_posix()
         name_id = run_id_from_name(f.name) or ""
         try:
-            doc = load_worker_doc(f)
+            doc = load_worker_doc(f, within=root)
             w, records = read_worker(doc, rel, os.fspath(f))
         except WorkerFileError as exc:
             out.unreadable.setdefault(name_id, []).append(Unreadable(rel, str(exc)))

@@ -32,7 +32,7 @@ from lineprofiler.report.merge import RunError, merge_run, stale_after_s
 from lineprofiler.report.model import MergedRun, Path_, Worker
 from lineprofiler.report.parallel import ENV_JOBS
 from lineprofiler.report.timeline import recent
-from lineprofiler.report.units import NA, fmt_bytes, fmt_duration, fmt_share
+from lineprofiler.report.units import NA, fmt_bytes, fmt_duration, fmt_share, terminal_safe
 
 DEFAULT_INTERVAL_S = 2.0
 DEFAULT_TOP = 8
@@ -224,6 +224,14 @@ def run_top(
                 prev, prev_t = snapshot(run), t0
             except RunError as exc:
                 lines = [f"lineprofiler top  {run_dir}  (q quits)", f"waiting: {exc}"]
+            except Exception as exc:  # never a traceback on a live view: say it, and go on
+                lines = [
+                    f"lineprofiler top  {run_dir}  (q quits)",
+                    f"internal error: {type(exc).__name__}: {exc} (please report it)",
+                ]
+            # every line through terminal_safe: run ids, roles, phase and counter names are the
+            # worker files' own text
+            lines = [terminal_safe(line) for line in lines]
             if live:
                 shown = [ln[: size.columns] for ln in lines[: size.lines - 1]]
                 out.write("\x1b[H\x1b[2J" + "\r\n".join(shown))

@@ -50,6 +50,7 @@ from lineprofiler.runfile.samples import (
     SampleTable,
     read_samples,
     read_tags,
+    sidecar_name_ok,
 )
 from lineprofiler.runfile.worker_doc import WorkerFileError, load_worker_doc
 
@@ -80,19 +81,19 @@ def slice_name(path: tuple[str, ...]) -> str:
     return name.encode("utf-8")[:MAX_SLICE_NAME].decode("utf-8", "ignore")
 
 
-def _sidecars(w: Worker) -> tuple[Path, Path | None] | None:
+def _sidecars(w: Worker, within: str) -> tuple[Path, Path | None] | None:
     """The worker's ``.samples`` and ``.tags`` files, from its document's sampler status."""
     try:
-        status = load_worker_doc(Path(w.file)).samples
+        status = load_worker_doc(Path(w.file), within).samples
     except WorkerFileError:
         return None
     if not isinstance(status, dict):
         return None
     name, tags = status.get("file"), status.get("tags_file")
-    if not isinstance(name, str) or "/" in name or not name:
+    if not sidecar_name_ok(name):
         return None
     side = Path(w.file).with_name(name)
-    tag_path = side.with_name(tags) if isinstance(tags, str) and tags and "/" not in tags else None
+    tag_path = side.with_name(tags) if sidecar_name_ok(tags) else None
     return side, tag_path
 
 
@@ -208,15 +209,15 @@ def export_perfetto(run_dir: str | Path, out: IO[str]) -> dict[str, Any]:
     out.write('{"displayTimeUnit":"ms","otherData":' + _dump(other) + ',"traceEvents":[\n')
     first = True
     for tid, w in enumerate(run.workers, start=1):
-        files = _sidecars(w)
+        files = _sidecars(w, run.run_dir)
         try:
             if files is None:
                 raise SamplesError("no sampler sidecar")
-            table = read_samples(files[0])
+            table = read_samples(files[0], run.run_dir)
         except (OSError, SamplesError):
             info["without_samples"].append(track_name(w))
             continue
-        tags = read_tags(files[1]) if files[1] is not None else {0: ()}
+        tags = read_tags(files[1], run.run_dir) if files[1] is not None else {0: ()}
         info["workers"] += 1
         for ev in worker_events(tid, w, table, tags, origin_ns):
             out.write(ev if first else ",\n" + ev)

@@ -20,8 +20,12 @@ Families (labels ``role`` and ``phase``, the phase's full name ``a/b``; times in
 - ``lineprofiler_phase_counter_total`` (label ``counter``): ``p.count()`` totals, and
   ``lineprofiler_phase_counter_rate``: the same per second of the phase's time (gauge);
 - ``lineprofiler_processes`` (label ``state``: running, closed, stale): worker files by state;
+- ``lineprofiler_unreadable_files``: worker files of the served attempt that could not be used
+  (the report names each under its caveats), so a file that turns bad while serving shows;
 - ``lineprofiler_run_info`` (labels ``run_id``, ``run_dir``) = 1, and
-  ``lineprofiler_scrape_merge_seconds``: how long the last merge took.
+  ``lineprofiler_scrape_merge_seconds``: how long the last merge took;
+- ``lineprofiler_merge_ok``: 1 when the last merge succeeded, 0 when it failed and the families
+  served are an earlier merge's.
 
 Sampled phases (``sample=``) export their scaled estimates, as the report does.
 """
@@ -173,7 +177,24 @@ def families(run: MergedRun, per_process: bool = False, merge_s: float = 0.0) ->
         "lineprofiler_scrape_merge_seconds", "How long the last merge of the run took, seconds."
     )
     took.add_metric([], merge_s)
-    return [calls, seconds, wait, hist, ctr, rate, procs, info, took]
+    bad = GaugeMetricFamily(
+        "lineprofiler_unreadable_files",
+        "Worker files of the served attempt that could not be used (see the report's caveats).",
+    )
+    bad.add_metric([], len(run.unreadable))
+    return [calls, seconds, wait, hist, ctr, rate, procs, bad, info, took]
+
+
+def merge_ok_family(ok: bool) -> Any:
+    """``lineprofiler_merge_ok``: whether the families served come from the latest merge."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    fam = GaugeMetricFamily(
+        "lineprofiler_merge_ok",
+        "1: the last merge succeeded; 0: it failed, and an earlier merge is served.",
+    )
+    fam.add_metric([], 1 if ok else 0)
+    return fam
 
 
 class RunCollector:
@@ -186,12 +207,14 @@ class RunCollector:
         self._lock = threading.Lock()
         self._at: float | None = None
         self._families: list[Any] = []
+        self._ok = True
         self.merges = 0
 
     def refresh(self) -> list[Any]:
         """The families, re-merged when the last merge is older than ``interval_s``.
 
-        A merge that fails (the directory gone, nothing readable) keeps serving the last one.
+        A merge that fails (the directory gone, nothing readable) keeps serving the last one,
+        with ``lineprofiler_merge_ok`` 0.
         """
         with self._lock:
             now = time.monotonic()
@@ -199,14 +222,17 @@ class RunCollector:
                 t0 = time.perf_counter()
                 try:
                     run = merge_run(self.run_dir, with_samples=False, jobs=1)
+                    got = families(run, self.per_process, time.perf_counter() - t0)
                 except Exception:
                     if self._at is None:
                         raise
+                    self._ok = False
                 else:
-                    self._families = families(run, self.per_process, time.perf_counter() - t0)
+                    self._families = got
+                    self._ok = True
                     self.merges += 1
                 self._at = now
-            return self._families
+            return [*self._families, merge_ok_family(self._ok)]
 
     def collect(self) -> Iterator[Any]:
         yield from self.refresh()

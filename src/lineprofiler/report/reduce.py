@@ -65,7 +65,7 @@ def reduce_host(run_dir: Path, host: str, with_samples: bool = True) -> tuple[Pa
 
 def load_host(run_dir: Path, host: str, files: list[Path]) -> Folded | None:
     """The host's summary as a fold, if it covers exactly ``files`` as they are now."""
-    summary = read_summary(summary_path(run_dir, host))
+    summary = read_summary(summary_path(run_dir, host), within=run_dir)
     if summary is None or summary.host != host:
         return None
     if _sources(run_dir, files) != [tuple(s) for s in summary.sources]:

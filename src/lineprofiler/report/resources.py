@@ -208,7 +208,7 @@ def read_worker_samples(
         return
     side = Path(file_path).with_name(name)
     try:
-        table = read_samples(side)
+        table = read_samples(side, within=run.run_dir)
         if table.rows == 0:  # only its header, or a first row cut short: what SIGKILL leaves
             raise SamplesError(f"{side.name}: no complete row")
     except (OSError, SamplesError) as exc:
@@ -223,7 +223,11 @@ def read_worker_samples(
             )
         return
     tags_name = status.get("tags_file")
-    tags = read_tags(side.with_name(tags_name)) if sidecar_name_ok(tags_name) else {0: NO_PHASE}
+    tags = (
+        read_tags(side.with_name(tags_name), within=run.run_dir)
+        if sidecar_name_ok(tags_name)
+        else {0: NO_PHASE}
+    )
     reduce_table(res, table, tags, worker)
     rss_failed = _count(status.get("rss_failed"))
     if rss_failed and table.rows > rss_failed:

@@ -278,6 +278,9 @@ def caveats_block(view: RunView) -> list[str]:
     return out
 
 
+# Blocks whose lines are already through terminal_safe (a second pass would double backslashes).
+_ESCAPED_BY_BLOCK = frozenset({"caveats"})
+
 BLOCKS: tuple[tuple[str, Block], ...] = (
     ("header", header_block),
     ("roles", roles_block),
@@ -298,9 +301,11 @@ def render_text(run: MergedRun, top: int = DEFAULT_TOP, iteration: str | None = 
     if run.caveats:
         blocks.sort(key=lambda nb: {"header": 0, "caveats": 1}.get(nb[0], 2))
     parts = []
-    for _, block in blocks:
+    for name, block in blocks:
         lines = block(view)
         if lines:
-            # every line through terminal_safe: names from worker files are printed in them
-            parts.append("\n".join(terminal_safe(line.rstrip()) for line in lines))
+            # every line through terminal_safe (names from worker files are printed in them),
+            # once: the caveats block escapes its messages itself, before wrapping
+            safe = (lambda line: line) if name in _ESCAPED_BY_BLOCK else terminal_safe
+            parts.append("\n".join(safe(line.rstrip()) for line in lines))
     return "\n\n".join(parts) + "\n"

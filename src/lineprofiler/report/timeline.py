@@ -17,7 +17,6 @@ Per bin (``bins`` equal slices of [start, end] in Unix ns):
 
 from __future__ import annotations
 
-import os
 from array import array
 from bisect import bisect_right
 from collections import Counter
@@ -29,11 +28,13 @@ from pathlib import Path
 
 from lineprofiler.report.model import MergedRun, Worker
 from lineprofiler.runfile.layout import TAGS_SUFFIX, samples_path
+from lineprofiler.runfile.safe_read import UnsafeFile, open_regular, read_head, read_range
 from lineprofiler.runfile.samples import (
     BASE_WORDS,
     F_IO,
     F_RSS,
     HEADER_BYTES,
+    MAX_SAMPLES_BYTES,
     NO_PHASE,
     W_DT,
     W_FLAGS,
@@ -49,6 +50,9 @@ from lineprofiler.runfile.samples import (
 )
 
 DEFAULT_BINS = 240
+# The most rows ``recent`` reads of one sidecar's tail: a 10 s window at a 1 ms interval. A header
+# claiming a finer interval cannot make a refresh parse the whole file.
+RECENT_MAX_ROWS = 10_000
 _NEED = range(max(W_T, W_FLAGS, W_RB, W_WB, W_RSS) + 1)  # the row words ``recent`` reads
 
 
@@ -74,17 +78,17 @@ class Timeline:
         return max(1, self.end_ns - self.start_ns) / self.bins
 
 
-def _table(w: Worker) -> tuple[SampleTable, dict[int, tuple[str, ...]]] | None:
+def _table(w: Worker, within: str) -> tuple[SampleTable, dict[int, tuple[str, ...]]] | None:
     if not w.file:
         return None
     side = samples_path(Path(w.file))
     if side.is_symlink():
         return None
     try:
-        table = read_samples(side)
+        table = read_samples(side, within)
     except (OSError, SamplesError):
         return None
-    return table, read_tags(side.with_suffix(TAGS_SUFFIX))
+    return table, read_tags(side.with_suffix(TAGS_SUFFIX), within)
 
 
 def compress_or_zero(col: Iterable[int], keep: list[bool]) -> Iterable[int]:
@@ -98,9 +102,10 @@ def _interval_ns(run: MergedRun) -> int | None:
         if not w.file:
             continue
         try:
-            with open(samples_path(Path(w.file)), "rb") as f:
-                head = f.read(HEADER_BYTES)
-        except OSError:
+            head = read_head(
+                samples_path(Path(w.file)), HEADER_BYTES, MAX_SAMPLES_BYTES, run.run_dir
+            )
+        except UnsafeFile:
             continue
         if len(head) >= 32:
             return int.from_bytes(head[24:32], "little") or None
@@ -123,7 +128,7 @@ def build_timeline(run: MergedRun, bins: int = DEFAULT_BINS) -> Timeline | None:
     busy_acc: dict[tuple[str, int], list[list[float]]] = {}
     mine_acc: dict[tuple[str, int], list[list[float]]] = {}
     for w in run.workers:
-        got = _table(w)
+        got = _table(w, run.run_dir)
         if got is None or got[0].rows == 0:
             continue
         t, tags = got
@@ -226,12 +231,8 @@ def recent(run: MergedRun, window_s: float, now_ns: int) -> Recent | None:
             continue
         side = samples_path(Path(w.file))
         try:
-            fd = os.open(side, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except OSError:
-            continue
-        try:
-            with os.fdopen(fd, "rb") as f:
-                head = f.read(HEADER_BYTES)
+            with open_regular(side, MAX_SAMPLES_BYTES, run.run_dir) as (fd, size):
+                head = read_range(fd, 0, HEADER_BYTES)
                 if len(head) < HEADER_BYTES:
                     continue
                 hb = int.from_bytes(head[12:16], "little")
@@ -240,14 +241,12 @@ def recent(run: MergedRun, window_s: float, now_ns: int) -> Recent | None:
                 if words < BASE_WORDS or hb < HEADER_BYTES:
                     continue
                 row = 8 * words
-                size = os.fstat(f.fileno()).st_size
                 rows = (size - hb) // row
                 if rows <= 0:
                     continue
-                want = min(rows, int(window_s * 1e9 // interval) + 2)
-                f.seek(hb + (rows - want) * row)
-                data = f.read(want * row)
-        except OSError:
+                want = min(rows, int(window_s * 1e9 // interval) + 2, RECENT_MAX_ROWS)
+                data = read_range(fd, hb + (rows - want) * row, want * row)
+        except UnsafeFile:
             continue
         vals = [
             [int.from_bytes(data[o + 8 * k : o + 8 * k + 8], "little", signed=True) for k in _NEED]

@@ -1,47 +1,165 @@
-"""Reading a file of a run directory that someone else may have planted.
+"""Reading a file of a run directory that someone else may have planted: the one way every command
+reads worker files, sidecars and summaries.
 
 A run directory can be shared with other local users, and reading it must not hang, follow a link
-out of it, or allocate what the file merely claims: ``read_regular`` opens without following a
-link and without blocking (a FIFO), accepts only a regular file, and reads at most its real size,
-refused above a limit.
+out of it, or allocate what the file merely claims. ``open_regular`` opens without following a
+link (O_NOFOLLOW), without blocking (O_NONBLOCK: a FIFO), without leaking the fd into a child
+(O_CLOEXEC), and accepts only a regular file with no holes, refused above a limit: every byte it
+hands out is one the file really holds on disk, so what a reader allocates is bounded by what the
+writer paid for, and by the limit. ``read_regular`` reads such a file whole, ``read_head`` its
+first bytes, ``read_range`` a slice of it.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | os.O_NONBLOCK
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NOCTTY", 0)
+)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIR_FLAGS = getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_CHUNK = 1 << 20
 
 
 class UnsafeFile(Exception):
     """A file that is not a plain regular file of acceptable size; the message says why."""
 
 
-def read_regular(path: Path, limit: int) -> bytes:
-    """The bytes of ``path``: a regular file of at most ``limit`` bytes, not a symbolic link.
-    Raises UnsafeFile otherwise (including when it cannot be opened or read)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        if os.path.islink(path):
-            raise UnsafeFile("a symbolic link: refused (it could point anywhere)") from None
-        raise UnsafeFile(exc.strerror or str(exc)) from None
+@contextmanager
+def open_regular(
+    path: str | os.PathLike[str], limit: int, within: str | os.PathLike[str] | None = None
+) -> Iterator[tuple[int, int]]:
+    """``(fd, size)`` of ``path`` opened read-only: a regular file of at most ``limit`` bytes, not
+    a symbolic link, with no hole (a sparse file: no writer of a run leaves one). ``within`` (the
+    run directory): ``path`` must lie below it, and no directory between the two may be a link
+    either (``workers/<host>`` swapped for a link to another user's directory). Raises
+    UnsafeFile otherwise (including when it cannot be opened); the fd is closed on exit."""
+    fd = _open(path, within)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise UnsafeFile("not a regular file")
-        if st.st_size > limit:
-            raise UnsafeFile(f"{st.st_size:,} bytes, more than the {limit:,} it may be")
-        chunks = []
-        left = st.st_size
-        while left > 0:  # never past the size fstat gave: a file still growing is cut there
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+        size = st.st_size
+        if size > limit:
+            raise UnsafeFile(f"{size:,} bytes, more than the {limit:,} it may be")
+        _refuse_holes(fd, size)
+        yield fd, size
     except OSError as exc:
         raise UnsafeFile(exc.strerror or str(exc)) from None
     finally:
         os.close(fd)
+
+
+def _open(path: str | os.PathLike[str], within: str | os.PathLike[str] | None) -> int:
+    if within is None or os.fspath(within) == "":  # "": no run directory known
+        return _open_at(os.fspath(path), None)
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(within))
+    parts = rel.split(os.sep)
+    if rel in (".", "") or parts[0] == ".." or os.path.isabs(rel):
+        raise UnsafeFile("not a file of the run directory")
+    try:
+        dir_fd = os.open(within, os.O_RDONLY | _DIR_FLAGS)
+    except OSError as exc:
+        raise UnsafeFile(exc.strerror or str(exc)) from None
+    try:
+        for name in parts[:-1]:  # each directory below the run directory, never through a link
+            try:
+                below = os.open(name, os.O_RDONLY | _DIR_FLAGS | _NOFOLLOW, dir_fd=dir_fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise UnsafeFile(
+                        f"{name}/ is a symbolic link or not a directory: refused"
+                    ) from None
+                raise UnsafeFile(exc.strerror or str(exc)) from None
+            os.close(dir_fd)
+            dir_fd = below
+        return _open_at(parts[-1], dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _open_at(name: str, dir_fd: int | None) -> int:
+    try:
+        return os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (dir_fd is None and os.path.islink(name)):
+            raise UnsafeFile("a symbolic link: refused (it could point anywhere)") from None
+        raise UnsafeFile(exc.strerror or str(exc)) from None
+
+
+def _refuse_holes(fd: int, size: int) -> None:
+    """UnsafeFile when the file has a hole before its end (SEEK_HOLE; a filesystem that cannot
+    tell reports none). Its bytes would read as zeros the disk does not hold: a 1 GiB file of 4 KB."""
+    seek_hole = getattr(os, "SEEK_HOLE", None)
+    if seek_hole is None or size == 0:
+        return
+    try:
+        hole = os.lseek(fd, 0, seek_hole)
+    except OSError:
+        return  # not supported here: no holes reported
+    finally:
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)
+        except OSError:
+            pass
+    if hole < size:
+        raise UnsafeFile(
+            f"a sparse file (a hole at byte {hole:,} of {size:,}): not one a run wrote"
+        )
+
+
+def read_range(fd: int, offset: int, length: int) -> bytes:
+    """At most ``length`` bytes from ``offset`` (fewer at the end of the file)."""
+    chunks = []
+    while length > 0:
+        chunk = os.pread(fd, min(length, _CHUNK), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+        length -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_regular(
+    path: str | os.PathLike[str], limit: int, within: str | os.PathLike[str] | None = None
+) -> bytes:
+    """The bytes of ``path`` (see ``open_regular``), never past the size fstat gave: a file still
+    growing is cut there. Raises UnsafeFile."""
+    with open_regular(path, limit, within) as (fd, size):
+        try:
+            return read_range(fd, 0, size)
+        except OSError as exc:
+            raise UnsafeFile(exc.strerror or str(exc)) from None
+
+
+def read_head(
+    path: str | os.PathLike[str],
+    length: int,
+    limit: int,
+    within: str | os.PathLike[str] | None = None,
+) -> bytes:
+    """The first ``length`` bytes of ``path`` (fewer if it is shorter; see ``open_regular``)."""
+    with open_regular(path, limit, within) as (fd, _size):
+        try:
+            return read_range(fd, 0, length)
+        except OSError as exc:
+            raise UnsafeFile(exc.strerror or str(exc)) from None
+
+
+def is_regular_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file itself (a symbolic link is not, whatever it points to)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lineprofiler import _core
-from lineprofiler.runfile.safe_read import UnsafeFile, read_regular
+from lineprofiler.runfile.safe_read import UnsafeFile, open_regular, read_range, read_regular
 
 MAGIC: bytes = _core.SAMPLES_MAGIC
 VERSION: int = _core.SAMPLES_VERSION
@@ -34,11 +34,15 @@ F_IO, F_RSS, F_CUDA, F_GPU = _F["io"], _F["rss"], _F["cuda"], _F["gpu"]
 NO_PHASE: tuple[str, ...] = ()  # tag 0: no phase was open when the interval began
 
 
-# What one sidecar may cost the reader. A 12-hour worker's .samples is ~28 MB (8 GPUs: ~60 MB);
-# its .tags a few KB. Anything far beyond is not a sidecar this recorder wrote.
+# What one sidecar may cost the reader (docs/guide/sharing-a-run-directory.md). A 12-hour worker's
+# .samples is ~28 MB (8 GPUs: ~60 MB); its .tags a few KB. Anything far beyond is not a sidecar this
+# recorder wrote, and is refused whole (a caveat names it). The rows are read in chunks straight
+# into their columns, so a sidecar costs about its size once, never twice.
 MAX_SAMPLES_BYTES = 1 << 30
+MAX_SAMPLE_ROWS = 10_000_000  # 115 days of rows at the default 1 s interval, 11 days at 0.1 s
 MAX_TAGS_BYTES = 64 << 20
 MAX_GPUS = 1024
+_CHUNK_ROWS = 1 << 14
 
 
 class SamplesError(Exception):
@@ -57,10 +61,10 @@ def sidecar_name_ok(name: object) -> bool:
     )
 
 
-def read_sidecar(path: Path, limit: int) -> bytes:
+def read_sidecar(path: Path, limit: int, within: Path | str | None = None) -> bytes:
     """A sidecar's bytes (see ``read_regular``); SamplesError when it is not one."""
     try:
-        return read_regular(path, limit)
+        return read_regular(path, limit, within)
     except UnsafeFile as exc:
         raise SamplesError(f"{Path(path).name}: {exc}") from None
 
@@ -77,37 +81,61 @@ class SampleTable:
     cols: list[array]
 
 
-def read_samples(path: Path) -> SampleTable:
+def read_samples(path: Path, within: Path | str | None = None) -> SampleTable:
     """Reads a ``.samples`` sidecar; a trailing partial row (a write cut by a kill) is ignored, and
     a file holding only its header has no rows. The declared layout is checked against bounds
-    (and the rows against the file's real size) before anything is allocated for it."""
-    data = read_sidecar(path, MAX_SAMPLES_BYTES)
-    if len(data) < HEADER_BYTES or data[:8] != MAGIC:
-        raise SamplesError(f"{Path(path).name}: not a samples file")
-    version, hb, words, n_gpu = (int.from_bytes(data[o : o + 4], "little") for o in (8, 12, 16, 20))
-    if (
-        version != VERSION
-        or not HEADER_BYTES <= hb <= len(data)
-        or n_gpu > MAX_GPUS
-        or words != BASE_WORDS + 2 * n_gpu
-    ):
-        raise SamplesError(f"{Path(path).name}: unsupported samples layout (version {version})")
-    interval_ns, pid, start = (int.from_bytes(data[o : o + 8], "little") for o in (24, 32, 40))
-    rows = (len(data) - hb) // (8 * words)
-    body = array("q")
-    body.frombytes(memoryview(data)[hb : hb + rows * 8 * words])
-    del data
-    if sys.byteorder == "big":
-        body.byteswap()
-    cols = [body[k::words] for k in range(words)]
-    return SampleTable(pid, interval_ns, n_gpu, start, rows, cols)
+    (and the rows against the file's real size and MAX_SAMPLE_ROWS) before anything is allocated
+    for it; the rows are then read a chunk at a time into their columns. ``within``: the run
+    directory (see ``safe_read.open_regular``)."""
+    name = Path(path).name
+    try:
+        with open_regular(path, MAX_SAMPLES_BYTES, within) as (fd, size):
+            head = read_range(fd, 0, HEADER_BYTES)
+            if len(head) < HEADER_BYTES or head[:8] != MAGIC:
+                raise SamplesError(f"{name}: not a samples file")
+            version, hb, words, n_gpu = (
+                int.from_bytes(head[o : o + 4], "little") for o in (8, 12, 16, 20)
+            )
+            if (
+                version != VERSION
+                or not HEADER_BYTES <= hb <= size
+                or n_gpu > MAX_GPUS
+                or words != BASE_WORDS + 2 * n_gpu
+            ):
+                raise SamplesError(f"{name}: unsupported samples layout (version {version})")
+            interval_ns, pid, start = (
+                int.from_bytes(head[o : o + 8], "little") for o in (24, 32, 40)
+            )
+            row = 8 * words
+            rows = (size - hb) // row
+            if rows > MAX_SAMPLE_ROWS:
+                raise SamplesError(
+                    f"{name}: {rows:,} rows, more than the {MAX_SAMPLE_ROWS:,} a sidecar may hold"
+                )
+            cols = [array("q") for _ in range(words)]
+            done = 0
+            while done < rows:
+                data = read_range(fd, hb + done * row, min(_CHUNK_ROWS, rows - done) * row)
+                n = len(data) // row  # fewer when the file shrank under us: whole rows only
+                if n == 0:
+                    break
+                chunk = array("q")
+                chunk.frombytes(memoryview(data)[: n * row])
+                if sys.byteorder == "big":
+                    chunk.byteswap()
+                for k in range(words):
+                    cols[k].extend(chunk[k::words])
+                done += n
+    except UnsafeFile as exc:
+        raise SamplesError(f"{name}: {exc}") from None
+    return SampleTable(pid, interval_ns, n_gpu, start, done, cols)
 
 
-def read_tags(path: Path) -> dict[int, tuple[str, ...]]:
+def read_tags(path: Path, within: Path | str | None = None) -> dict[int, tuple[str, ...]]:
     """Tag id -> phase path, from a ``.tags`` file (lines ``[id, [names...]]``)."""
     tags: dict[int, tuple[str, ...]] = {0: NO_PHASE}
     try:
-        text = read_sidecar(path, MAX_TAGS_BYTES).decode("utf-8", errors="replace")
+        text = read_sidecar(path, MAX_TAGS_BYTES, within).decode("utf-8", errors="replace")
     except SamplesError:
         return tags  # the rows stay, tagged "(unknown phase)"
     for line in text.splitlines():

@@ -14,12 +14,15 @@ from typing import Annotated, Any
 
 import msgspec
 
+from lineprofiler.runfile.safe_read import UnsafeFile, read_regular
 from lineprofiler.runfile.worker_doc import Bucket, Int64, Ns, UnixTime
 from lineprofiler.safe_write import open_own_dir, write_output
 
 SUMMARY_FORMAT = "lineprofiler-host-summary"
 SUMMARY_SCHEMA_VERSION = 2  # 2: workers carry process_start
 SUMMARIES_DIR = "summaries"
+# What one host summary may cost the reader: 1,024 workers' full trees are ~50 MB.
+MAX_SUMMARY_BYTES = 512 << 20
 
 
 class PhaseSum(msgspec.Struct, array_like=True, gc=False):
@@ -118,23 +121,12 @@ def file_stamp(path: Path) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
-def read_summary(path: Path) -> HostSummary | None:
+def read_summary(path: Path, within: Path | str | None = None) -> HostSummary | None:
     """The summary at ``path``, or None when absent, not a regular file, or not a valid one."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+        data = read_regular(path, MAX_SUMMARY_BYTES, within)
+    except UnsafeFile:
         return None
-    try:
-        import stat
-
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     try:
         doc = _DECODER.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):

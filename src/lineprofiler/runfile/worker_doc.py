@@ -32,9 +32,12 @@ _FUTURE_SLACK_S = 86400.0  # clock skew between the nodes and the machine readin
 # more than the clock skew between a node and the file server is not believed (it would stretch
 # the run's Runtime and make every other worker look stale).
 _MTIME_SLACK_S = 600.0
-# What one worker file may cost the reader: a thread's tree is at most 4,096 paths (~1 MB of
-# JSON), so this is hundreds of full trees.
-MAX_WORKER_BYTES = 256 << 20
+# What one worker file may cost the reader (docs/guide/sharing-a-run-directory.md): a thread's tree
+# is at most 4,096 paths (~1 MB of JSON), and exited threads fold into at most 65 records, so a real
+# file holds a few full trees at most. A file beyond either limit is refused whole (a caveat names
+# it): 10^6 paths in one file cost the report minutes and gigabytes.
+MAX_WORKER_BYTES = 64 << 20
+MAX_RECORDS_PER_FILE = 65_536  # phase records (threads x paths): 16 threads' full trees
 
 Ns = Annotated[int, msgspec.Meta(ge=0, le=_MAX_NS)]
 Int64 = Annotated[int, msgspec.Meta(ge=-_MAX_NS - 1, le=_MAX_NS)]
@@ -208,7 +211,8 @@ class Worker:
 
         For tests and drill-down; a live worker's file may have moved on since the merge.
         """
-        doc = load_worker_doc(Path(self.file))
+        within = self.file[: -len(self.path)] if self.file.endswith("/" + self.path) else None
+        doc = load_worker_doc(Path(self.file), within)
         return tree_of(doc, self.thread_names)
 
     @property
@@ -225,11 +229,12 @@ class Worker:
         return f"{who} ({self.host}){name}"
 
 
-def load_worker_doc(path: Path) -> WorkerDoc:
+def load_worker_doc(path: Path, within: Path | str | None = None) -> WorkerDoc:
     """Reads and type-checks a worker file (a ``WorkerFileError`` says why it cannot be used): a
-    regular file (not a link, a FIFO or a device) of at most MAX_WORKER_BYTES."""
+    regular file (not a link, a FIFO or a device) of at most MAX_WORKER_BYTES; ``within``: the
+    run directory, no directory between which and the file may be a link."""
     try:
-        data = read_regular(path, MAX_WORKER_BYTES)
+        data = read_regular(path, MAX_WORKER_BYTES, within)
     except UnsafeFile as exc:
         raise WorkerFileError(f"cannot read it ({exc})") from None
     return decode_worker_doc(data)
@@ -406,6 +411,14 @@ def _records(
 ) -> tuple[list[PhaseRecord], int, int]:
     """Every thread's records; and the folded entries and depth overflows."""
     folded = overflow = 0
+    n_records = sum(len(t.phases) for t in doc.threads)
+    if n_records > MAX_RECORDS_PER_FILE:
+        raise WorkerFileError(
+            f"{n_records:,} phase records, more than the {MAX_RECORDS_PER_FILE:,} a file may hold"
+        )
+    # Each path's time summed over the file's threads must stay an int64 (the merge keeps it as
+    # one): values each within the schema can add up beyond it (estimates, asyncio tasks).
+    path_ns: dict[Path_, int] = {}
     # A path appears once per thread and its entries cannot overlap, so its time is bounded by
     # the worker's lifetime (with slack for the two clocks).
     limit = _MAX_NS if lifetime_ns is None else lifetime_ns * 1.01 + 1e9
@@ -431,6 +444,9 @@ def _records(
             if io is not None:
                 io = {str(k): v for k, v in io.items() if type(v) is int and 0 <= v <= _MAX_NS}
             path = prefix + tuple(rec.path)
+            _add_time(path_ns, path, rec.wall_ns + rec.open_ns)
+            if thread_names and len(rec.path) == 1:
+                _add_time(path_ns, prefix, rec.wall_ns + rec.open_ns)
             out.append((path, rec, every, thread_names and not rec.path, io))
             if thread_names and len(rec.path) == 1:
                 # a top-level phase of the thread also counts into the thread's own node
@@ -444,6 +460,17 @@ def _records(
                 )
                 out.append((prefix, node, every, True, None))
     return out, folded, overflow
+
+
+def _add_time(path_ns: dict[Path_, int], path: Path_, ns: int) -> None:
+    """Adds a record's time to its path's sum in the file; WorkerFileError beyond int64."""
+    total = path_ns.get(path, 0) + ns
+    if total > _MAX_NS:
+        raise WorkerFileError(
+            f"phase {'/'.join(path) or '(root)'!r}: {total} ns in all, beyond the int64 range a "
+            "run can record"
+        )
+    path_ns[path] = total
 
 
 def _interval(value: Any) -> float | None:
