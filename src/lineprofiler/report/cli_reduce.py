@@ -15,8 +15,6 @@ from lineprofiler.report.cli_report import fail, internal_error
 from lineprofiler.report.merge import RunError, check_run_dir
 from lineprofiler.runfile.layout import WORKERS_DIR
 
-HELP = "Fold each host's worker files into a summary that report reads instead (big jobs)."
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="DIR", help="the run directory")
