@@ -74,7 +74,7 @@ class PhaseDiff:
 
     def per_process_ns(self, which: str) -> float | None:
         row, n = (self.a, self.procs_a) if which == "a" else (self.b, self.procs_b)
-        return row.stats.time_ns / n if row is not None and n else None
+        return row.per_process_ns(n) if row is not None else None
 
     @property
     def change(self) -> float | None:
@@ -254,10 +254,10 @@ def _side_doc(row: PhaseRow | None) -> dict[str, Any] | None:
     return {
         "processes": s.processes,
         "calls": s.calls,
-        "time_ns": s.time_ns,
+        "time_ns": row.time_ns,
         "self_ns": s.self_ns,
         "share": json_frac(row.share),
-        "wait_fraction": json_frac(s.wait_fraction),
+        "wait_fraction": json_frac(row.wait_fraction),
         "p50_ns": json_ns(row.q(0.5)),
         "p99_ns": json_ns(row.q(0.99)),
         "estimated": s.estimated,
