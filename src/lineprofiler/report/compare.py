@@ -32,7 +32,7 @@ from lineprofiler.report.units import (
     path_label,
     terminal_safe,
 )
-from lineprofiler.report.view import PhaseRow, RoleView, role_view
+from lineprofiler.report.view import PhaseRow, RoleView, any_raised, role_view
 
 DEFAULT_COMPARE_TOP = 20
 
@@ -198,9 +198,10 @@ def render_compare_text(c: Comparison) -> str:
         out.append(f"{rd.name.upper()}  (A {_procs(na)}, B {_procs(nb)})")
         out.append(RULE)
         w = max([30] + [len(d.name) + 2 for d in rd.phases])
+        raised = any_raised(c.a) or any_raised(c.b)
         out.append(
             f"{'':<{w}}{'time A':>10}{'share A':>9}{'time B':>10}{'share B':>9}{'change':>9}"
-            f"   p50 A -> B           p99 A -> B"
+            f"   p50 A -> B           p99 A -> B" + ("           raised A -> B" if raised else "")
         )
         for d in rd.phases:
             if d.side != "both":
@@ -222,6 +223,7 @@ def render_compare_text(c: Comparison) -> str:
                 f"{d.name:<{w}}{fmt_duration(d.a.stats.time_ns):>10}{fmt_share(d.a.share):>9}"
                 f"{fmt_duration(d.b.stats.time_ns):>10}{fmt_share(d.b.share):>9}"
                 f"{fmt_ratio(d.change):>9}{quant}"
+                + (f"   raised {d.a.stats.raised:,}->{d.b.stats.raised:,}" if raised else "")
             )
             for cd in d.counters:
                 if cd.side == "both":
@@ -258,6 +260,7 @@ def _side_doc(row: PhaseRow | None) -> dict[str, Any] | None:
         "self_ns": s.self_ns,
         "share": json_frac(row.share),
         "wait_fraction": json_frac(row.wait_fraction),
+        "raised": s.raised,
         "p50_ns": json_ns(row.q(0.5)),
         "p99_ns": json_ns(row.q(0.99)),
         "estimated": s.estimated,

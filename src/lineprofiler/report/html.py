@@ -213,9 +213,12 @@ def _phase_table(rv: RoleView) -> str:
             + _td(fmt_duration(r.q(0.5)), r.q(0.5))
             + _td(fmt_duration(r.q(0.95)), r.q(0.95))
             + _td(fmt_duration(r.q(0.99)), r.q(0.99))
+            + (_td(fmt_count(s.raised), s.raised) if rv.raised_shown else "")
             + "</tr>"
         )
     head = ["phase", "time", "share", "self", "wait%", "entries", "p50", "p95", "p99"]
+    if rv.raised_shown:
+        head.append("raised")
     return "<h3>Phases (click a column to sort)</h3>" + _table(head, rows)
 
 

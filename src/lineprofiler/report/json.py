@@ -55,6 +55,7 @@ def phase_doc(r: PhaseRow) -> dict[str, Any]:
         "wait_fraction": json_frac(r.wait_fraction),
         "async_calls": s.async_calls,
         "async_wall_ns": s.async_wall_ns,
+        "raised": s.raised,
         "share": json_frac(r.share),
         "mean_ns": json_ns(r.mean_ns),
         "p50_ns": json_ns(r.q(0.5)),

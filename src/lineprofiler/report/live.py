@@ -33,7 +33,7 @@ from lineprofiler.report.model import MergedRun, Path_, Worker
 from lineprofiler.report.parallel import ENV_JOBS
 from lineprofiler.report.timeline import recent
 from lineprofiler.report.units import NA, fmt_bytes, fmt_duration, fmt_rate, fmt_share
-from lineprofiler.report.view import interval_rows, phase_rows
+from lineprofiler.report.view import any_raised, interval_rows, phase_rows
 from lineprofiler.runfile.stats import PhaseStats
 
 DEFAULT_INTERVAL_S = 2.0
@@ -80,6 +80,7 @@ def frame(
         f"Processes {len(ws):,}: {len(ws) - fin - stale:,} alive, {stale:,} stale, {fin:,} finished"
         + (f"   last write {min(ages):.1f}s - {max(ages):.1f}s ago" if ages else ""),
     ]
+    raised_shown = any_raised(run)
     rec = recent(run, window_s, int(now_unix * 1e9))
     if rec is None:
         lines.append("I/O, memory: n/a (no sampler rows)")
@@ -117,6 +118,7 @@ def frame(
         lines.append(
             f"  {'phase':<{nw}}{'last: time':>11}{'share':>7}{'wait%':>6}"
             f"{'total: time':>13}{'share':>7}{'wait%':>6}"
+            + (f"{'raised':>8}" if raised_shown else "")
         )
         for p in ranked:
             t, d = totals[p], last[p]
@@ -129,6 +131,7 @@ def frame(
             lines.append(
                 f"  {name:<{nw}}{last_t:>11}{last_share:>7}{last_wait:>6}"
                 f"{fmt_duration(t.time_ns):>13}{fmt_share(t.share, 0):>7}{t.wait_text:>6}"
+                + (f"{t.stats.raised:>8,}" if raised_shown else "")
             )
             for c in sorted(t.stats.counters):
                 last_rate = fmt_rate(d.rate(c, dt_s * 1e9)) if prev else NA

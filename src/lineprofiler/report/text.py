@@ -139,6 +139,8 @@ def role_lines(rv: RoleView) -> list[str]:
 def dominant_lines(rv: RoleView) -> list[str]:
     w = _name_width([r.label for r in rv.dominant])
     out = [f"{'DOMINANT PHASES':<{w}}{'self':>10}{'wait%':>8}{'p50':>10}{'p99':>10}"]
+    if rv.raised_shown:
+        out[0] += f"{'raised':>8}"
     if rv.role.processes > 1:
         out[0] += f"   (summed over {rv.role.processes:,} processes)"
     for r in rv.dominant:
@@ -148,6 +150,7 @@ def dominant_lines(rv: RoleView) -> list[str]:
             out.append(
                 f"{r.label:<{w}}{fmt_duration(s.self_ns):>10}{r.wait_text:>8}"
                 f"{fmt_duration(p50):>10}{fmt_duration(p99):>10}"
+                + (f"{fmt_count(s.raised):>8}" if rv.raised_shown else "")
             )
         else:
             out.append(r.name)

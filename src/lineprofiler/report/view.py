@@ -171,6 +171,8 @@ class RoleView:
     stragglers: list[Straggler]
     lifetime_ns: int  # sum of the role's processes' lifetimes (rate base of root counters)
     sampled: list[PhaseRow] = field(default_factory=list)  # estimated rows shown
+    # Whether the views show a ``raised`` column: some phase of the run exited by an exception.
+    raised_shown: bool = False
 
 
 @dataclass
@@ -278,7 +280,17 @@ def _iteration_row(rows: dict[Path_, PhaseRow], iteration: str | None) -> PhaseR
 
 def run_view(run: MergedRun, top: int = DEFAULT_TOP, iteration: str | None = None) -> RunView:
     """Every role's view; ``iteration`` as in :func:`role_view`."""
-    return RunView(run, [role_view(r, top, iteration) for r in run.roles.values()], top)
+    roles = [role_view(r, top, iteration) for r in run.roles.values()]
+    shown = any_raised(run)
+    for rv in roles:
+        rv.raised_shown = shown
+    return RunView(run, roles, top)
+
+
+def any_raised(run: MergedRun) -> bool:
+    """Whether any phase of the run has an entry that exited by an exception (the views show a
+    ``raised`` column only then)."""
+    return any(s.raised for role in run.roles.values() for s in role.tree.values())
 
 
 def clock_summary(run: MergedRun) -> tuple[dict[str, int], dict[str | None, int]]:
