@@ -1,8 +1,11 @@
 """The ``lineprofiler`` command: record, report, compare, attempts, reduce, top, export, serve,
 run and show.
 
-Each subcommand lives in its own module exposing ``HELP``, ``add_arguments(parser)`` and
-``main(args) -> int`` (and optionally ``EXAMPLES``, shown under its ``--help``); this file only
+The protocol: each subcommand is a ``Command`` below (its module's dotted name and its one-line
+help) and a module exposing ``add_arguments(parser)`` and ``main(args) -> int`` (optionally
+``EXAMPLES``, shown under its ``--help``, and ``split_argv(argv)``, for a command whose trailing
+arguments belong to something else). A module is imported only when its command runs: ``lineprofiler
+run script.py`` loads nothing of the reading side into the process it profiles. This file only
 dispatches, and says what was meant when a subcommand or option is mistyped.
 """
 
@@ -14,22 +17,57 @@ import importlib
 import re
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 from lineprofiler import __version__
 
-# subcommand -> module implementing it
-COMMANDS: dict[str, str] = {
-    "record": "lineprofiler.report.cli_record",
-    "report": "lineprofiler.report.cli_report",
-    "compare": "lineprofiler.report.cli_compare",
-    "attempts": "lineprofiler.report.cli_attempts",
-    "reduce": "lineprofiler.report.cli_reduce",
-    "top": "lineprofiler.report.cli_top",
-    "export": "lineprofiler.report.cli_export",
-    "serve": "lineprofiler.report.cli_serve",
-    "run": "lineprofiler.line.cli_run",
-    "show": "lineprofiler.line.cli_show",
+
+class Command(NamedTuple):
+    module: str  # the module implementing it, imported only when the command runs
+    help: str  # its line in ``lineprofiler --help``, and its description under its own --help
+
+
+COMMANDS: dict[str, Command] = {
+    "record": Command(
+        "lineprofiler.report.cli_record",
+        "Run a command with profiling enabled, then print the report of its run.",
+    ),
+    "report": Command(
+        "lineprofiler.report.cli_report",
+        "Report a run directory: time by role and phase, stragglers, caveats.",
+    ),
+    "compare": Command(
+        "lineprofiler.report.cli_compare",
+        "Compare two run directories: time, share, p50/p99 and counter rates per phase.",
+    ),
+    "attempts": Command(
+        "lineprofiler.report.cli_attempts",
+        "List a run directory's attempts (the processes that ran together), oldest first.",
+    ),
+    "reduce": Command(
+        "lineprofiler.report.cli_reduce",
+        "Fold each host's worker files into a summary that report reads instead (big jobs).",
+    ),
+    "top": Command(
+        "lineprofiler.report.cli_top",
+        "Watch a run in progress: phases, rates and processes, refreshed every interval.",
+    ),
+    "export": Command(
+        "lineprofiler.report.cli_export",
+        "Export a run's sampled timeline (RSS, I/O, GPU, open phase) as a Perfetto/Chrome trace.",
+    ),
+    "serve": Command(
+        "lineprofiler.report.cli_serve",
+        "Serve a run directory's phases as Prometheus metrics (one endpoint for the whole run).",
+    ),
+    "run": Command(
+        "lineprofiler.line.cli_run",
+        "run a script (or -m module) under the line profiler and print its slowest lines",
+    ),
+    "show": Command(
+        "lineprofiler.line.cli_show",
+        "print a line profile saved with --json (or LineProfiler.dump_json) again",
+    ),
 }
 
 EXAMPLES = """\
@@ -69,7 +107,16 @@ class _Parser(argparse.ArgumentParser):
         return None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line: the first word that is not one of our options."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
+
+
+def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only ``chosen``'s module is imported (its options, examples and main)."""
     parser = _Parser(
         prog="lineprofiler",
         description="Reports of lineprofiler.accounting runs, and the line profiler's runner.",
@@ -91,17 +138,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands: dict[str, argparse.ArgumentParser] = {}
     parser.set_defaults(_commands=commands)
-    for name, module_name in COMMANDS.items():
-        module = importlib.import_module(module_name)
+    for name, command in COMMANDS.items():
+        module = importlib.import_module(command.module) if name == chosen else None
         p = sub.add_parser(
             name,
-            help=module.HELP,
-            description=module.HELP,
+            help=command.help,
+            description=command.help,
             epilog=getattr(module, "EXAMPLES", None),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        module.add_arguments(p)
-        p.set_defaults(_main=module.main)
+        if module is not None:
+            module.add_arguments(p)
+            p.set_defaults(_main=module.main)
         commands[name] = p
     return parser
 
@@ -120,11 +168,12 @@ def _build_paths(args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    chosen = chosen_command(argv)
+    parser = build_parser(chosen)
     target_argv = None
-    if argv and argv[0] in COMMANDS:  # `run`: what follows the script belongs to the script
-        split = getattr(importlib.import_module(COMMANDS[argv[0]]), "split_argv", None)
+    if argv and argv[0] == chosen:  # `run`: what follows the script belongs to the script
+        split = getattr(importlib.import_module(COMMANDS[chosen].module), "split_argv", None)
         if split is not None:
             own, target_argv = split(argv[1:])
             argv = [argv[0], *own]

@@ -85,6 +85,46 @@ TEST_CASE("nesting builds a tree keyed by the path of names") {
   CHECK(hist_total == 3);
 }
 
+TEST_CASE("mark_raised_on counts the entries an exception left, scaled like calls") {
+  lp::wall_clock_init();
+  lp::Recorder rec(lp::RecorderOptions{true});
+  lp::ThreadState* ts = rec.register_thread("main");
+  uint32_t outer = lp::NameTable::instance().intern("outer");
+  uint32_t maybe = lp::NameTable::instance().intern("maybe");
+  uint32_t sampled = lp::NameTable::instance().intern("sampled");
+  int tok_outer, tok_maybe, tok_sampled, unknown;
+  ts->enter(outer, &tok_outer);
+  for (int i = 0; i < 10; ++i) {
+    ts->enter(maybe, &tok_maybe);
+    if (i < 3) ts->mark_raised_on(*ts->active_stack(), &tok_maybe);
+    ts->exit(&tok_maybe);
+  }
+  ts->mark_raised_on(*ts->active_stack(), &unknown);  // no such entry open: nothing counted
+  ts->exit(&tok_outer);
+  // A measured entry of a phase sampled 1 in 4 stands for 4 entries: so does its raise.
+  for (int i = 0; i < 4; ++i) {
+    if (ts->enter(sampled, &tok_sampled, 4)) {
+      ts->mark_raised_on(*ts->active_stack(), &tok_sampled);
+      ts->exit(&tok_sampled);
+    } else {
+      ts->exit_skipped(&tok_sampled);
+    }
+  }
+  auto snap = rec.snapshot();
+  REQUIRE(snap.size() == 1);
+  const auto* n_outer = find(snap[0], {"outer"});
+  const auto* n_maybe = find(snap[0], {"outer", "maybe"});
+  const auto* n_sampled = find(snap[0], {"sampled"});
+  REQUIRE(n_outer);
+  REQUIRE(n_maybe);
+  REQUIRE(n_sampled);
+  CHECK(n_maybe->calls == 10);
+  CHECK(n_maybe->raised == 3);
+  CHECK(n_outer->raised == 0);
+  CHECK(n_sampled->calls >= 4);
+  CHECK(n_sampled->raised == n_sampled->calls);
+}
+
 TEST_CASE("out-of-order exits close the frames above; unmatched exits record nothing") {
   lp::Recorder rec(lp::RecorderOptions{false});
   lp::ThreadState* ts = rec.register_thread("main");

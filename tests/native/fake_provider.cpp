@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,7 @@ int g_failures = 0;
 
 // The fake provider: names are indices into a list; each call is counted.
 std::vector<std::string> g_names{""};
-int g_interns = 0, g_enters = 0, g_exits = 0, g_counts = 0, g_currents = 0;
+int g_interns = 0, g_enters = 0, g_exits = 0, g_counts = 0, g_currents = 0, g_raised = 0;
 std::vector<std::string> g_open;        // names of the entries open now, outermost first
 std::vector<const lp_frame*> g_frames;  // their frames
 std::string g_last_count;
@@ -56,6 +57,10 @@ void fake_exit(lp_frame* frame) {
   g_frames.pop_back();
   g_open.pop_back();
 }
+void fake_exit_raised(lp_frame* frame) {
+  ++g_raised;
+  fake_exit(frame);
+}
 void fake_count(uint32_t name, int64_t n) {
   ++g_counts;
   g_last_count = name < g_names.size() ? g_names[name] : "?";
@@ -84,7 +89,22 @@ lp_api make_table(uint32_t size, uint32_t epoch) {
   t.count = fake_count;
   t.attach = fake_attach;
   t.current = fake_current;
+  t.exit_raised = fake_exit_raised;
   return t;
+}
+
+// Enters "maybe" ten times; entries i % 10 < 3 leave by an exception. Returns those caught.
+int raising_loop() {
+  int caught = 0;
+  for (int i = 0; i < 10; ++i) {
+    try {
+      LP_PHASE("maybe");
+      if (i % 10 < 3) throw std::runtime_error("no");
+    } catch (const std::runtime_error&) {
+      ++caught;
+    }
+  }
+  return caught;
 }
 
 void hot_loop(int n) {
@@ -143,6 +163,20 @@ int main() {
   CHECK(g_interns == interns_before);
   CHECK(g_last_count == "even");
 
+  // Scopes unwound by an exception exit through exit_raised (3 of 10), the rest through exit;
+  // a scope opened and closed normally inside a destructor that runs while unwinding is not.
+  int exits_before_raise = g_exits;
+  CHECK(raising_loop() == 3);
+  CHECK(g_raised == 3 && g_exits == exits_before_raise + 10);
+  try {
+    struct Cleanup {
+      ~Cleanup() { LP_PHASE("cleanup"); }
+    } cleanup;
+    throw std::runtime_error("unwind");
+  } catch (const std::runtime_error&) {
+  }
+  CHECK(g_raised == 3);
+
   // A new names_epoch: every call site interns again, once.
   static lp_api next_epoch = make_table(sizeof(lp_api), 2);
   CHECK(lineprofiler::detail::install_api(&next_epoch) == 0);
@@ -159,6 +193,10 @@ int main() {
     CHECK(lineprofiler::current().empty());
   }
   CHECK(g_currents == currents_before);
+  // ... nor exit_raised: an entry left by an exception exits through exit.
+  int raised_before = g_raised;
+  CHECK(raising_loop() == 3);
+  CHECK(g_raised == raised_before);
 
   // A scope open while the table is removed exits through the table it entered with.
   {

@@ -372,3 +372,28 @@ def test_an_extension_built_against_a_smaller_table_keeps_working(tmp_path, leve
     tree = merge_run(tmp_path / "run", with_samples=False).tree
     search_tree(tree, ("mcts",), 6, 2)
     assert tree[("worker", "search")].calls == 2
+
+
+@pytest.mark.parametrize("level", [None, 1])
+def test_cpp_scopes_unwound_by_an_exception_count_as_raised(
+    tmp_path, ext_dir, level1_ext_dir, level
+):
+    """3 of 10 C++ "attempt" entries throw (the extension counts what it caught): the phase
+    shows calls 10, raised 3. Built against the level-1 table (no exit_raised), the same entries
+    close through exit(): recorded as entries, not as raised."""
+    out = run_ext(
+        f"""
+        from lineprofiler.accounting import Profiler
+        import mcts_native
+        prof = {PROFILER}
+        with prof.phase("mcts"):
+            print(mcts_native.search_with_failures(10, 3))
+        prof.close()
+        """,
+        tmp_path,
+        ext_dir if level is None else level1_ext_dir,
+    )
+    assert out.split() == ["3"]
+    attempt = merge_run(tmp_path / "run", with_samples=False).tree[("mcts", "attempt")]
+    assert attempt.calls == 10
+    assert attempt.raised == (3 if level is None else 0)

@@ -43,7 +43,7 @@ def _compile(cxx: str, source: Path, out: Path, extra: list[str]) -> None:
 
 
 @pytest.mark.parametrize("cxx", COMPILERS)
-@pytest.mark.parametrize("level", [1, 2])
+@pytest.mark.parametrize("level", [1, 2, 3])
 @pytest.mark.parametrize("with_python", [False, True])
 def test_headers_compile_warning_free(tmp_path, cxx, level, with_python):
     exe = compiler(cxx)

@@ -218,3 +218,58 @@ def test_disabled_by_default_like_python(server: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert not (tmp_path / "run").exists()
     assert "worker file  (" in proc.stdout  # no path: it made none
+
+
+RAISING = """
+#include <lineprofiler/standalone.hpp>
+
+#include <cstdio>
+#include <stdexcept>
+
+int main(int, char** argv) {
+  lineprofiler::Profiler prof({.run_dir = argv[1],
+                               .role = "native",
+                               .enabled = true,
+                               .snapshot_interval_s = 0,
+                               .sample_interval_s = 0});
+  int caught = 0;
+  for (int i = 0; i < 10; ++i) {
+    try {
+      LP_PHASE("attempt");
+      if (i % 10 < 3) throw std::runtime_error("dead end");
+    } catch (const std::runtime_error&) {
+      ++caught;
+    }
+  }
+  {
+    LP_PHASE("outer");  // an exception caught inside leaves it normally
+    try {
+      LP_PHASE("inner");
+      throw std::runtime_error("inner");
+    } catch (const std::runtime_error&) {
+      ++caught;
+    }
+  }
+  prof.close();
+  std::printf("%d\\n", caught);
+  return 0;
+}
+"""
+
+
+def test_cpp_scopes_unwound_by_an_exception_count_as_raised(tmp_path: Path) -> None:
+    """A program linked with liblineprofiler.a: 3 of 10 entries throw, and one nested entry;
+    the report shows exactly those as raised, against the count the program caught."""
+    source = tmp_path / "raising.cpp"
+    source.write_text(RAISING)
+    exe = build_direct(tmp_path / "bin", source)
+    run_dir = tmp_path / "run"
+    proc = subprocess.run(
+        [str(exe), str(run_dir)], capture_output=True, text=True, timeout=60, env=child_env()
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["4"]
+    role = next(r for r in report_json(run_dir)["roles"] if r["role"] == "native")
+    assert (phase(role, "attempt")["calls"], phase(role, "attempt")["raised"]) == (10, 3)
+    assert phase(role, "outer/inner")["raised"] == 1
+    assert phase(role, "outer")["raised"] == 0

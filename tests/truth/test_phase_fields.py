@@ -40,6 +40,7 @@ RECORDS = [
         "synthetic": True,
         "min_wall_ns": 9_000,
         "max_wall_ns": 12_000,
+        "raised": 3,
     },
     {
         "path": ["load"],
@@ -59,6 +60,7 @@ RECORDS = [
         "synthetic": False,
         "min_wall_ns": 8_000,
         "max_wall_ns": 8_000,
+        "raised": 1,
     },
 ]
 
@@ -81,6 +83,7 @@ EXPECTED = {
     "thread_node": False,
     "min_wall_ns": 8_000,
     "max_wall_ns": 12_000,
+    "raised": 4,
 }
 
 
@@ -157,6 +160,7 @@ def test_since_differences_every_sum_and_keeps_every_state_and_mark():
         io={"read_bytes": 5},
         min_wall_ns=8_000,
         max_wall_ns=8_000,
+        raised=1,
     )
     d = now.since(before)
     assert _fields(d) == {
@@ -177,6 +181,7 @@ def test_since_differences_every_sum_and_keeps_every_state_and_mark():
         "thread_node": False,
         "min_wall_ns": None,  # an interval's own extremes are not recorded
         "max_wall_ns": None,
+        "raised": 3,
     }
     assert d.wait_ns is None  # async entries: still "async" in the interval, not a number
     # a restarted worker (sums went down) gives no negative figures

@@ -106,7 +106,7 @@ def _rec(**kw):
 
 
 def test_from_record_reads_every_field():
-    s = PhaseStats.from_record(_rec(async_calls=2, async_wall_ns=900))
+    s = PhaseStats.from_record(_rec(async_calls=2, async_wall_ns=900, raised=3))
     assert (s.calls, s.wall_ns, s.self_ns, s.cpu_ns, s.open_ns, s.open) == (
         4,
         4000,
@@ -117,12 +117,13 @@ def test_from_record_reads_every_field():
     )
     assert s.hist.buckets == {40: 3, 41: 1} and s.counters == {"items": 12}
     assert s.sample_every == 1 and not s.estimated
-    assert (s.async_calls, s.async_wall_ns) == (2, 900)
+    assert (s.async_calls, s.async_wall_ns, s.raised) == (2, 900, 3)
     assert s.time_ns == 4500
     assert s.wait_ns is None  # an entry spanned an await: its CPU is in no cpu_ns
     empty = PhaseStats.from_record({"cpu_ns": None})
     assert (empty.calls, empty.wall_ns, empty.self_ns, empty.cpu_ns) == (0, 0, 0, None)
     assert (empty.open_ns, empty.open, empty.async_calls, empty.async_wall_ns) == (0, 0, 0, 0)
+    assert empty.raised == 0
     assert empty.hist.count == 0 and empty.counters == {} and empty.sample_every == 0
 
 

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -151,6 +152,24 @@ PyObject* call_in_phase(PyObject*, PyObject* args) {
   std::string text(name);
   lineprofiler::Phase phase{std::string_view(text)};
   return PyObject_CallNoArgs(fn);
+}
+
+// search_with_failures(n, failing) -> failures: n entries of the C++ phase "attempt", the first
+// `failing` of which throw (a dead end, caught outside the phase): the phase's `raised` counts
+// the entries an exception unwound.
+PyObject* search_with_failures(PyObject*, PyObject* args) {
+  long n = 0, failing = 0;
+  if (!PyArg_ParseTuple(args, "ll:search_with_failures", &n, &failing)) return nullptr;
+  long failures = 0;
+  for (long i = 0; i < n; ++i) {
+    try {
+      LP_PHASE("attempt");
+      if (i < failing) throw std::runtime_error("dead end");
+    } catch (const std::runtime_error&) {
+      ++failures;
+    }
+  }
+  return PyLong_FromLong(failures);
 }
 
 // spin_start(hold_us=0) / spin_stop() -> iterations: a C++ thread entering "spin" (with a count)
@@ -310,6 +329,8 @@ PyMethodDef methods[] = {
      "phase_named(name, n): a phase and a counter named by a run-time string."},
     {"call_in_phase", call_in_phase, METH_VARARGS,
      "call_in_phase(name, fn) -> fn() called inside a C++ phase."},
+    {"search_with_failures", search_with_failures, METH_VARARGS,
+     "search_with_failures(n, failing) -> failures: the first `failing` of n entries throw."},
     {"spin_start", spin_start, METH_VARARGS,
      "spin_start(hold_us=0): a C++ thread entering 'spin' in a loop."},
     {"spin_stop", spin_stop, METH_NOARGS, "spin_stop() -> iterations the spinning thread made."},

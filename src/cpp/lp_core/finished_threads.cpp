@@ -70,6 +70,7 @@ void add_node(NodeSnapshot& into, const NodeSnapshot& from) {
   into.io_async = add_sat(into.io_async, from.io_async);
   into.async_calls = add_sat(into.async_calls, from.async_calls);
   into.async_wall_ns = add_sat(into.async_wall_ns, from.async_wall_ns);
+  into.raised = add_sat(into.raised, from.raised);
 }
 
 }  // namespace

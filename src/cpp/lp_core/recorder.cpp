@@ -124,6 +124,17 @@ Counter* ThreadState::add_counter(uint32_t node, uint32_t name_id) {
   return nodes_[node].last_counter = &counters_.back();
 }
 
+void ThreadState::mark_raised_on(PhaseStack& st, const void* token) {
+  for (uint32_t i = st.depth.load(std::memory_order_relaxed); i-- > 0;) {
+    const Frame& f = st.frames[i];
+    if (f.token == token) {
+      bump(nodes_[f.node.load(std::memory_order_relaxed)].raised,
+           uint64_t(f.scale.load(std::memory_order_relaxed)));
+      return;
+    }
+  }
+}
+
 void ThreadState::exit_out_of_order(PhaseStack& st, const void* token) {
   uint32_t d = st.depth.load(std::memory_order_relaxed);
   uint32_t match = d;
@@ -457,6 +468,7 @@ std::vector<ThreadSnapshot> Recorder::snapshot_of(const std::vector<ThreadState*
       s.io_wchar = n.io_wchar.load(std::memory_order_relaxed);
       s.async_calls = n.async_calls.load(std::memory_order_relaxed);
       s.async_wall_ns = n.async_wall_ns.load(std::memory_order_relaxed);
+      s.raised = n.raised.load(std::memory_order_relaxed);
       for (uint32_t c : n.counters) {
         const Counter& counter = ts->counters_[c];
         s.counters.emplace_back(counter.name_id, counter.value.load(std::memory_order_relaxed));

@@ -82,6 +82,8 @@ struct Node {
   // tasks meanwhile), so wait is not derivable for them.
   std::atomic<uint64_t> async_calls{0};
   std::atomic<uint64_t> async_wall_ns{0};
+  // Entries that exited by an exception (mark_raised before their exit), scaled like calls.
+  std::atomic<uint64_t> raised{0};
 };
 
 struct Frame {
@@ -222,6 +224,11 @@ class ThreadState {
     }
     close_top(st, d);
   }
+
+  /// Counts the entry opened with token on stack st as one that exits by an exception; the caller
+  /// then closes it as usual. Called only on that path (a Python __exit__ given an exception, a
+  /// C++ scope destroyed while unwinding), so a normal exit pays nothing. Owner only.
+  void mark_raised_on(PhaseStack& st, const void* token);
 
   /// enter() for phase(io=True): reads this thread's I/O counters first (a skipped sampled entry
   /// wastes that read). A failed read still opens the phase (its time is recorded) but the entry
@@ -427,6 +434,7 @@ struct NodeSnapshot {
   uint64_t io_calls = 0, io_failed = 0, io_read_bytes = 0, io_write_bytes = 0, io_rchar = 0,
            io_wchar = 0;
   uint64_t async_calls = 0, async_wall_ns = 0;  // entries that spanned a task switch (no CPU)
+  uint64_t raised = 0;                          // entries that exited by an exception
   uint64_t io_async = 0;  // io=True entries that spanned a task switch (no bytes)
 };
 

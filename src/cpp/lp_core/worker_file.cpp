@@ -113,6 +113,10 @@ void append_thread(std::string& out, const ThreadSnapshot& t, const std::vector<
       out.append(",\"async_wall_ns\":");
       append_json_uint(out, n.async_wall_ns);
     }
+    if (n.raised) {  // entries that exited by an exception
+      out.append(",\"raised\":");
+      append_json_uint(out, n.raised);
+    }
     if (n.sample_every > 1) {  // values above are already scaled: an estimate, not a measurement
       out.append(",\"sample_every\":");
       append_json_uint(out, n.sample_every);

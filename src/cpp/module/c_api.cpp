@@ -121,6 +121,17 @@ void api_exit(lp_frame* frame) {
   ts->exit_on(*static_cast<lp::PhaseStack*>(frame->impl[2]), frame);
 }
 
+void api_exit_raised(lp_frame* frame) {
+  RecorderObject* r = static_cast<RecorderObject*>(frame->impl[0]);
+  lp::ThreadState* ts = static_cast<lp::ThreadState*>(frame->impl[1]);
+  lp::ThreadState* now = r->recorder->thread_state();
+  if (!now) now = r->recorder->find_thread();
+  if (now != ts) return;  // as api_exit: not this recorder's entry any more
+  lp::PhaseStack& st = *static_cast<lp::PhaseStack*>(frame->impl[2]);
+  ts->mark_raised_on(st, frame);
+  ts->exit_on(st, frame);
+}
+
 void api_count(uint32_t name, int64_t n) {
   RecorderObject* r = native_recorder();
   if (!r || !name) return;
@@ -159,6 +170,7 @@ const lp_api g_table = {
     api_count,
     api_attach,
     api_current,
+    api_exit_raised,
 };
 
 }  // namespace

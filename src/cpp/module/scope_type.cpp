@@ -103,9 +103,12 @@ inline bool scope_open(ScopeObject* s, lp::ThreadState* ts) {
   return recorded;
 }
 
-// Closes s's entry on the stack st of ts (or ends its skip, for an entry sampling skipped).
-inline void scope_close_on(ScopeObject* s, lp::ThreadState* ts, lp::PhaseStack& st) {
+// Closes s's entry on the stack st of ts (or ends its skip, for an entry sampling skipped);
+// raised: the entry exits by an exception (counted first; a constant false on the normal path).
+inline void scope_close_on(ScopeObject* s, lp::ThreadState* ts, lp::PhaseStack& st,
+                           bool raised = false) {
   PyObject* token = reinterpret_cast<PyObject*>(s);
+  if (raised && (s->flags & kScopeRecorded)) ts->mark_raised_on(st, token);
   if (!(s->flags & kScopeRecorded)) {
     ts->exit_skipped_on(st, token);
   } else if (s->flags & kScopeIo) {
@@ -116,8 +119,8 @@ inline void scope_close_on(ScopeObject* s, lp::ThreadState* ts, lp::PhaseStack& 
 }
 
 // Closes s's entry on ts's active stack.
-inline void scope_close(ScopeObject* s, lp::ThreadState* ts) {
-  scope_close_on(s, ts, *ts->active_stack());
+inline void scope_close(ScopeObject* s, lp::ThreadState* ts, bool raised = false) {
+  scope_close_on(s, ts, *ts->active_stack(), raised);
 }
 
 // The calling thread's state on r for an exit (nullptr when it never recorded on r): found when
@@ -156,29 +159,43 @@ PyObject* scope_enter(PyObject* self, PyObject* const*, Py_ssize_t) {
 }
 
 // __exit__ of a sync=True entry: the recorder is held across the Python sync call (see above).
-LP_COLD void scope_exit_synced(ScopeObject* s) {
+LP_COLD void scope_exit_synced(ScopeObject* s, bool raised) {
   RecorderObject* r = s->rec;
   Py_INCREF(r);
   cuda_sync_now();
   lp::ThreadState* ts = r->recorder->find_thread();
-  if (ts && sync_active_stack(r, ts)) scope_close(s, ts);
+  if (ts && sync_active_stack(r, ts)) scope_close(s, ts, raised);
   Py_DECREF(r);
 }
 
-PyObject* scope_exit(PyObject* self, PyObject* const*, Py_ssize_t) {
+// Closes s's entry on the stack it was made on; raised: it exits by an exception.
+inline void scope_exit_on(ScopeObject* s, RecorderObject* r, lp::ThreadState* ts, bool raised) {
+  if (__builtin_expect((s->flags & (kScopeSync | kScopeRecorded)) == (kScopeSync | kScopeRecorded),
+                       0)) {
+    scope_exit_synced(s, raised);
+  } else if (__builtin_expect(s->flags & kScopeOwnStack, 1)) {
+    // Entered on the thread's own stack: closed there whatever context is current (no check).
+    scope_close_on(s, ts, *ts->own_stack(), raised);
+  } else if (sync_active_stack(r, ts)) {
+    scope_close(s, ts, raised);  // a task's entry: its exit also learns whether it was suspended
+  }
+}
+
+// __exit__ given an exception: the entry is counted in its phase's `raised`, then closed.
+LP_COLD void scope_exit_raised(ScopeObject* s, RecorderObject* r, lp::ThreadState* ts) {
+  scope_exit_on(s, r, ts, true);
+}
+
+PyObject* scope_exit(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   ScopeObject* s = reinterpret_cast<ScopeObject*>(self);
   RecorderObject* r = s->rec;
   if (!r) Py_RETURN_NONE;
   lp::ThreadState* ts = r->recorder->thread_state();
   if (__builtin_expect(!ts, 0) && !(ts = find_thread_for_exit(r))) Py_RETURN_NONE;
-  if (__builtin_expect((s->flags & (kScopeSync | kScopeRecorded)) == (kScopeSync | kScopeRecorded),
-                       0)) {
-    scope_exit_synced(s);
-  } else if (__builtin_expect(s->flags & kScopeOwnStack, 1)) {
-    // Entered on the thread's own stack: closed there whatever context is current (no check).
-    scope_close_on(s, ts, *ts->own_stack());
-  } else if (sync_active_stack(r, ts)) {
-    scope_close(s, ts);  // a task's entry: its exit also learns whether the task was suspended
+  if (__builtin_expect(nargs != 0 && args[0] != Py_None, 0)) {
+    scope_exit_raised(s, r, ts);  // (exc_type, exc, tb): an exception leaves the block
+  } else {
+    scope_exit_on(s, r, ts, false);
   }
   Py_RETURN_NONE;
 }

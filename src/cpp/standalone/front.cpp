@@ -63,6 +63,14 @@ void api_exit(lp_frame* frame) {
   static_cast<ThreadState*>(frame->impl[1])->exit(frame);
 }
 
+void api_exit_raised(lp_frame* frame) {
+  Recorder* rec = g_recorder.load(std::memory_order_acquire);
+  if (!rec || frame->impl[0] != rec) return;
+  ThreadState* ts = static_cast<ThreadState*>(frame->impl[1]);
+  ts->mark_raised_on(*ts->active_stack(), frame);
+  ts->exit(frame);
+}
+
 void api_count(uint32_t name, int64_t n) {
   Recorder* rec = g_recorder.load(std::memory_order_acquire);
   if (!rec || name == 0) return;
@@ -95,6 +103,7 @@ const lp_api g_table = {
     api_count,
     api_attach,
     api_current,
+    api_exit_raised,
 };
 
 void api_attach(const lp_api** slot) {

@@ -15,8 +15,6 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 
-HELP = "run a script (or -m module) under the line profiler and print its slowest lines"
-
 # Our options that take a value (the value is not the script).
 _WITH_VALUE = {
     "--project-folder",

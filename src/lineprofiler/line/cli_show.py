@@ -9,8 +9,6 @@ import sys
 
 from lineprofiler.line.cli_run import add_view_arguments
 
-HELP = "print a line profile saved with --json (or LineProfiler.dump_json) again"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE.json", help="the saved line profile")

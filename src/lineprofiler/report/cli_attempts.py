@@ -15,8 +15,6 @@ from lineprofiler.report.merge import RunError, merge_run
 from lineprofiler.report.model import Attempt
 from lineprofiler.report.units import fmt_utc, terminal_safe
 
-HELP = "List a run directory's attempts (the processes that ran together), oldest first."
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="DIR", help="the run directory (Profiler's run_dir)")

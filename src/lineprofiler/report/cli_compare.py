@@ -15,7 +15,6 @@ from lineprofiler.report.compare import DEFAULT_COMPARE_TOP
 from lineprofiler.report.gate import DEFAULT_METRIC, DEFAULT_MIN_SHARE_PCT, METRICS, GateSpec
 from lineprofiler.report.merge import RunError, merge_run
 
-HELP = "Compare two run directories: time, share, p50/p99 and counter rates per phase."
 EXAMPLES = """\
 examples:
   lineprofiler compare base/ new/                     phase by phase, side by side

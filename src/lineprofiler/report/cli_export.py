@@ -14,7 +14,6 @@ from lineprofiler.report.merge import RunError
 from lineprofiler.report.units import terminal_safe as term
 from lineprofiler.safe_write import output_file
 
-HELP = "Export a run's sampled timeline (RSS, I/O, GPU, open phase) as a Perfetto/Chrome trace."
 EXAMPLES = """\
 examples:
   lineprofiler export profile/ --perfetto trace.json     then open it at https://ui.perfetto.dev

@@ -15,12 +15,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lineprofiler.report.cli_report import ITERATION_HELP, emit, fail, internal_error
+from lineprofiler.report.cli_report import (
+    ITERATION_HELP,
+    emit,
+    fail,
+    internal_error,
+    render_report,
+)
 from lineprofiler.report.merge import RunError, merge_run
 from lineprofiler.report.units import terminal_safe
 from lineprofiler.runfile.layout import ENV_PROFILE, ENV_ROLE, ENV_RUN_DIR, ENV_RUN_ID
 
-HELP = "Run a command with profiling enabled, then print the report of its run."
 EXAMPLES = """\
 examples:
   lineprofiler record -- python train.py --epochs 3
@@ -78,14 +83,7 @@ def main(args: argparse.Namespace) -> int:
     )
     try:
         run = merge_run(run_dir, with_samples=not args.no_samples)
-        if args.json:
-            from lineprofiler.report.json import render_json
-
-            out = render_json(run, iteration=args.iteration)
-        else:
-            from lineprofiler.report.text import render_text
-
-            out = render_text(run, iteration=args.iteration)
+        out = render_report(run, args.json, iteration=args.iteration)
     except RunError as exc:
         fail(
             "record",

@@ -16,8 +16,6 @@ from lineprofiler.report.merge import RunError, check_run_dir
 from lineprofiler.report.units import terminal_safe
 from lineprofiler.runfile.layout import WORKERS_DIR
 
-HELP = "Fold each host's worker files into a summary that report reads instead (big jobs)."
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="DIR", help="the run directory")

@@ -12,12 +12,11 @@ import os
 import sys
 import traceback
 
-from lineprofiler.report.merge import RunError, merge_run
+from lineprofiler.report.merge import MergedRun, RunError, merge_run
 from lineprofiler.report.units import terminal_safe
 from lineprofiler.report.view import DEFAULT_TOP
 from lineprofiler.safe_write import write_output
 
-HELP = "Report a run directory: time by role and phase, stragglers, caveats."
 EXAMPLES = """\
 examples:
   lineprofiler report profile/                     the report of a run directory
@@ -92,6 +91,20 @@ def emit(text: str) -> int:
     return 0
 
 
+def render_report(
+    run: MergedRun, as_json: bool, top: int = DEFAULT_TOP, iteration: str | None = None
+) -> str:
+    """The report of a merged run as the printed formats have it: JSON, else text (``report``
+    and ``record`` both print through here)."""
+    if as_json:
+        from lineprofiler.report.json import render_json
+
+        return render_json(run, top, iteration)
+    from lineprofiler.report.text import render_text
+
+    return render_text(run, top, iteration)
+
+
 def main(args: argparse.Namespace) -> int:
     if args.html and args.json:
         return fail("report", "--html and --json: choose one")
@@ -112,14 +125,7 @@ def main(args: argparse.Namespace) -> int:
                 f"({len(page.encode()):,} bytes)"
             )
             return 0
-        if args.json:
-            from lineprofiler.report.json import render_json
-
-            out = render_json(run, args.top, args.iteration)
-        else:
-            from lineprofiler.report.text import render_text
-
-            out = render_text(run, args.top, args.iteration)
+        out = render_report(run, args.json, args.top, args.iteration)
     except RunError as exc:
         return fail("report", str(exc))
     except Exception as exc:  # never a traceback on a user's terminal

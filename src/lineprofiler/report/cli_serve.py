@@ -15,7 +15,6 @@ from lineprofiler.report.cli_report import fail, internal_error
 from lineprofiler.report.merge import RunError
 from lineprofiler.report.units import terminal_safe as term
 
-HELP = "Serve a run directory's phases as Prometheus metrics (one endpoint for the whole run)."
 EXAMPLES = """\
 examples:
   lineprofiler serve profile/ --port 9464             then scrape http://127.0.0.1:9464/metrics

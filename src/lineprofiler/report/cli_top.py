@@ -7,7 +7,6 @@ import argparse
 from lineprofiler.report.cli_report import fail
 from lineprofiler.report.live import DEFAULT_INTERVAL_S, DEFAULT_TOP, run_top
 
-HELP = "Watch a run in progress: phases, rates and processes, refreshed every interval."
 EXAMPLES = """\
 examples:
   lineprofiler top profile/                 refresh every 2 s; q or Ctrl-C quits

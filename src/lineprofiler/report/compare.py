@@ -32,7 +32,7 @@ from lineprofiler.report.units import (
     path_label,
     terminal_safe,
 )
-from lineprofiler.report.view import PhaseRow, RoleView, role_view
+from lineprofiler.report.view import PhaseRow, RoleView, any_raised, role_view
 
 DEFAULT_COMPARE_TOP = 20
 
@@ -74,7 +74,7 @@ class PhaseDiff:
 
     def per_process_ns(self, which: str) -> float | None:
         row, n = (self.a, self.procs_a) if which == "a" else (self.b, self.procs_b)
-        return row.stats.time_ns / n if row is not None and n else None
+        return row.per_process_ns(n) if row is not None else None
 
     @property
     def change(self) -> float | None:
@@ -198,9 +198,10 @@ def render_compare_text(c: Comparison) -> str:
         out.append(f"{rd.name.upper()}  (A {_procs(na)}, B {_procs(nb)})")
         out.append(RULE)
         w = max([30] + [len(d.name) + 2 for d in rd.phases])
+        raised = any_raised(c.a) or any_raised(c.b)
         out.append(
             f"{'':<{w}}{'time A':>10}{'share A':>9}{'time B':>10}{'share B':>9}{'change':>9}"
-            f"   p50 A -> B           p99 A -> B"
+            f"   p50 A -> B           p99 A -> B" + ("           raised A -> B" if raised else "")
         )
         for d in rd.phases:
             if d.side != "both":
@@ -222,6 +223,7 @@ def render_compare_text(c: Comparison) -> str:
                 f"{d.name:<{w}}{fmt_duration(d.a.stats.time_ns):>10}{fmt_share(d.a.share):>9}"
                 f"{fmt_duration(d.b.stats.time_ns):>10}{fmt_share(d.b.share):>9}"
                 f"{fmt_ratio(d.change):>9}{quant}"
+                + (f"   raised {d.a.stats.raised:,}->{d.b.stats.raised:,}" if raised else "")
             )
             for cd in d.counters:
                 if cd.side == "both":
@@ -254,10 +256,11 @@ def _side_doc(row: PhaseRow | None) -> dict[str, Any] | None:
     return {
         "processes": s.processes,
         "calls": s.calls,
-        "time_ns": s.time_ns,
+        "time_ns": row.time_ns,
         "self_ns": s.self_ns,
         "share": json_frac(row.share),
-        "wait_fraction": json_frac(s.wait_fraction),
+        "wait_fraction": json_frac(row.wait_fraction),
+        "raised": s.raised,
         "p50_ns": json_ns(row.q(0.5)),
         "p99_ns": json_ns(row.q(0.99)),
         "estimated": s.estimated,

@@ -111,6 +111,8 @@ class Partial:
             if rec.async_calls:
                 m.async_calls += rec.async_calls
                 m.async_wall_ns += rec.async_wall_ns
+            if rec.raised:
+                m.raised += rec.raised
             if rec.hist:
                 b = m.hist.buckets
                 for k, c in rec.hist:

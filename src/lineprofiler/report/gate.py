@@ -65,12 +65,6 @@ class GateResult:
     unmatched: list[str]  # --phase names found in no role of both runs
 
 
-def _measured_entries(row: PhaseRow) -> float:
-    """How many entries were actually timed (calls are scaled by the sampling stride)."""
-    every = max(row.stats.sample_rates or {1})
-    return max(1.0, row.stats.calls / max(1, every))
-
-
 def _cv(row: PhaseRow) -> float:
     """Coefficient of variation of the entries' wall times, read from the histogram."""
     b = row.stats.hist.buckets
@@ -97,7 +91,7 @@ def metric_interval(row: PhaseRow, metric: str) -> tuple[float, float, float] | 
         return None
     if not s.estimated:
         return v, v, v
-    n = _measured_entries(row)
+    n = row.measured_entries
     if metric in ("mean", "share"):
         rel = GATE_Z * _cv(row) / math.sqrt(n)
         return max(0.0, v * (1 - rel)), v, v * (1 + rel)

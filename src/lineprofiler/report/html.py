@@ -34,7 +34,15 @@ from lineprofiler.report.units import (
     fmt_ratio,
     fmt_share,
 )
-from lineprofiler.report.view import DEFAULT_TOP, PhaseRow, RoleView, RunView, run_view, sample_note
+from lineprofiler.report.view import (
+    ASYNC,
+    DEFAULT_TOP,
+    RoleView,
+    RunView,
+    run_view,
+    sample_note,
+    share_of,
+)
 
 HEATMAP_PHASES = 6  # dominant phases shown as heatmap columns
 HIST_PHASES = 6  # latency histograms per role
@@ -102,16 +110,12 @@ DEFS = (
 )
 
 
-def _name(r: PhaseRow) -> str:
-    return ("~" if r.stats.estimated else "") + r.name
-
-
 def _num(v: float | None) -> str:
     return "NaN" if v is None else repr(float(v))
 
 
 def _td(text: str, value: float | None = None) -> str:
-    attr = "" if value is None and text != NA else f' data-v="{_num(value)}"'
+    attr = "" if value is None and text not in (NA, ASYNC) else f' data-v="{_num(value)}"'
     return f"<td{attr}>{esc(text)}</td>"
 
 
@@ -138,15 +142,15 @@ def role_section(rv: RoleView) -> str:
     if not rv.top_level:
         out.append("<p>(no phases recorded)</p>")
     if phases:
-        total = sum(r.stats.self_ns for r in phases) or 1
+        total = sum(r.stats.self_ns for r in phases)
         segs = [
             (
-                _name(r),
+                r.label,
                 float(r.stats.self_ns),
-                r.stats.wait_fraction,
-                f"{_name(r)}: self {fmt_duration(r.stats.self_ns)} "
-                f"({fmt_share(r.stats.self_ns / total)} of the dominant phases' self time), "
-                f"wait {fmt_share(r.stats.wait_fraction, 0)}",
+                r.wait_fraction,
+                f"{r.label}: self {fmt_duration(r.stats.self_ns)} "
+                f"({fmt_share(share_of(r.stats.self_ns, total))} of the dominant phases' self "
+                f"time), wait {r.wait_text}",
             )
             for r in phases
         ]
@@ -156,10 +160,10 @@ def role_section(rv: RoleView) -> str:
             bars(
                 [
                     (
-                        _name(r),
+                        r.label,
                         float(r.stats.self_ns),
-                        r.stats.wait_fraction,
-                        f"{fmt_duration(r.stats.self_ns)}  wait {fmt_share(r.stats.wait_fraction, 0)}",
+                        r.wait_fraction,
+                        f"{fmt_duration(r.stats.self_ns)}  wait {r.wait_text}",
                     )
                     for r in phases
                 ],
@@ -175,10 +179,10 @@ def role_section(rv: RoleView) -> str:
         for r in hists:
             marks = [("p50", r.q(0.5)), ("p95", r.q(0.95)), ("p99", r.q(0.99))]
             cap = (
-                f"{_name(r)} — {r.stats.calls:,} entries, p50 {fmt_duration(marks[0][1])}, "
+                f"{r.label} — {r.stats.calls:,} entries, p50 {fmt_duration(marks[0][1])}, "
                 f"p95 {fmt_duration(marks[1][1])}, p99 {fmt_duration(marks[2][1])}"
             )
-            svg = histogram(r.stats.hist.buckets, marks, fmt_duration, f"{role.name}: {_name(r)}")
+            svg = histogram(r.stats.hist.buckets, marks, fmt_duration, f"{role.name}: {r.label}")
             out.append(f"<figure><figcaption>{esc(cap)}</figcaption>{svg}</figure>")
         out.append("</div>")
     out.append(_counters(rv))
@@ -198,28 +202,30 @@ def _phase_table(rv: RoleView) -> str:
     shown = list({r.path: r for r in rv.top_level + [r for r in rv.dominant if r.path]}.values())
     for r in shown:
         s = r.stats
-        wait = s.wait_fraction
-        sw = f'<span class="swatch" style="background:{color(_name(r))}"></span>'
+        sw = f'<span class="swatch" style="background:{color(r.label)}"></span>'
         rows.append(
-            f"<tr><td>{sw}{esc(_name(r))}</td>"
-            + _td(fmt_duration(s.time_ns), s.time_ns)
+            f"<tr><td>{sw}{esc(r.label)}</td>"
+            + _td(fmt_duration(r.time_ns), r.time_ns)
             + _td(fmt_share(r.share), r.share)
             + _td(fmt_duration(s.self_ns), s.self_ns)
-            + _td(NA if wait is None else f"{wait * 100:.0f}%", wait)
+            + _td(r.wait_text, r.wait_fraction)
             + _td(fmt_count(s.calls), s.calls)
             + _td(fmt_duration(r.q(0.5)), r.q(0.5))
             + _td(fmt_duration(r.q(0.95)), r.q(0.95))
             + _td(fmt_duration(r.q(0.99)), r.q(0.99))
+            + (_td(fmt_count(s.raised), s.raised) if rv.raised_shown else "")
             + "</tr>"
         )
     head = ["phase", "time", "share", "self", "wait%", "entries", "p50", "p95", "p99"]
+    if rv.raised_shown:
+        head.append("raised")
     return "<h3>Phases (click a column to sort)</h3>" + _table(head, rows)
 
 
 def _heatmap(rv: RoleView) -> str:
     role = rv.role
     cols = [r for r in rv.dominant if r.path and not r.stats.thread_node][:HEATMAP_PHASES]
-    names = [_name(r) for r in cols]
+    names = [r.label for r in cols]
     groups = role.process_groups()  # a row per process, however many files it wrote
     firsts = [role.workers[g[0]] for g in groups]
     labels = [w.label for w in firsts]
@@ -297,7 +303,7 @@ def _counters(rv: RoleView) -> str:
         for c in r.counters:
             each = NA if c.time_per_each_ns is None else fmt_duration(c.time_per_each_ns) + "/ea"
             rows.append(
-                f"<tr><td>{esc(_name(r))}</td><td>{esc(c.name)}</td>"
+                f"<tr><td>{esc(r.label)}</td><td>{esc(c.name)}</td>"
                 + _td(fmt_count(c.count), c.count)
                 + _td(fmt_rate(c.rate_per_s), c.rate_per_s)
                 + _td(each, c.time_per_each_ns)

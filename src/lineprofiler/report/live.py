@@ -10,7 +10,8 @@ Numbers per role and dominant phase, *last* (between this refresh and the previo
 
 - ``time``: process-time in the phase (completed + still open), summed over the role's processes;
 - ``share``: that time over the role's top-level time in the same span;
-- ``wait``: (wall - cpu) / wall of the entries completed in the span (n/a: CPU not measured);
+- ``wait``: (wall - cpu) / wall of the entries completed in the span, by the report's rule
+  (``report.view``: n/a where CPU was not measured, ``async`` where an entry spanned an await);
 - a counter's rate: its count in the span per second of wall-clock time (last: the refresh
   interval; since start: the run's runtime), summed over processes — the role's throughput.
 
@@ -25,54 +26,33 @@ import select
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
 from typing import TextIO
 
 from lineprofiler.report.merge import RunError, merge_run, stale_after_s
 from lineprofiler.report.model import MergedRun, Path_, Worker
 from lineprofiler.report.parallel import ENV_JOBS
 from lineprofiler.report.timeline import recent
-from lineprofiler.report.units import NA, fmt_bytes, fmt_duration, fmt_share, terminal_safe
+from lineprofiler.report.units import (
+    NA,
+    fmt_bytes,
+    fmt_duration,
+    fmt_rate,
+    fmt_share,
+    terminal_safe,
+)
+from lineprofiler.report.view import any_raised, interval_rows, phase_rows
+from lineprofiler.runfile.stats import PhaseStats
 
 DEFAULT_INTERVAL_S = 2.0
 DEFAULT_TOP = 8
 
 
-@dataclass
-class Snap:
-    """One phase's cumulative numbers at one refresh."""
-
-    time_ns: int
-    wall_ns: int
-    cpu_ns: int | None
-    counters: dict[str, int] = field(default_factory=dict)
-
-
-Snapshot = dict[tuple[str, Path_], Snap]
+# Each role's cumulative phases at one refresh: the next refresh's rows are the difference.
+Snapshot = dict[tuple[str, Path_], PhaseStats]
 
 
 def snapshot(run: MergedRun) -> Snapshot:
-    return {
-        (role.name, path): Snap(s.time_ns, s.wall_ns, s.cpu_ns, dict(s.counters))
-        for role in run.roles.values()
-        for path, s in role.tree.items()
-    }
-
-
-def _wait(wall: int, cpu: int | None) -> float | None:
-    return None if cpu is None or wall <= 0 else max(0, wall - cpu) / wall
-
-
-def _minus(a: Snap, b: Snap | None) -> Snap:
-    if b is None:
-        return a
-    cpu = None if a.cpu_ns is None or b.cpu_ns is None else a.cpu_ns - b.cpu_ns
-    counters = {k: v - b.counters.get(k, 0) for k, v in a.counters.items()}
-    return Snap(max(0, a.time_ns - b.time_ns), max(0, a.wall_ns - b.wall_ns), cpu, counters)
-
-
-def _rate(n: int, seconds: float) -> str:
-    return NA if seconds <= 0 else f"{n / seconds:,.1f}/s"
+    return {(role.name, path): s for role in run.roles.values() for path, s in role.tree.items()}
 
 
 def _newest_per_process(workers: list[Worker]) -> list[Worker]:
@@ -97,8 +77,6 @@ def frame(
 ) -> list[str]:
     """The lines of one refresh. ``prev``: the previous refresh's snapshot (None: first);
     ``dt_s``: wall seconds since it."""
-    cur = snapshot(run)
-    runtime_s = run.runtime_ns / 1e9
     ws = _newest_per_process(run.workers)
     fin = sum(w.final for w in ws)
     stale = sum(1 for w in ws if not w.final and now_unix - w.written_at > stale_after_s(w))
@@ -109,6 +87,7 @@ def frame(
         f"Processes {len(ws):,}: {len(ws) - fin - stale:,} alive, {stale:,} stale, {fin:,} finished"
         + (f"   last write {min(ages):.1f}s - {max(ages):.1f}s ago" if ages else ""),
     ]
+    raised_shown = any_raised(run)
     rec = recent(run, window_s, int(now_unix * 1e9))
     if rec is None:
         lines.append("I/O, memory: n/a (no sampler rows)")
@@ -132,40 +111,40 @@ def frame(
         if r_ages:
             who += f"; oldest write {r_ages[-1][0]:.1f}s ago ({r_ages[-1][1]})"
         lines.append(f"{role.name.upper()}  ({who})")
-        deltas = {
-            p: _minus(cur[(role.name, p)], prev.get((role.name, p)) if prev else None)
-            for p in role.tree
-        }
-        top_last = sum(d.time_ns for p, d in deltas.items() if len(p) == 1)
-        top_all = role.top_level_ns
+        totals = phase_rows(role.tree)
+        before = (
+            {p: prev[(role.name, p)] for p in role.tree if (role.name, p) in prev} if prev else {}
+        )
+        last = interval_rows(role.tree, before)
         ranked = sorted(
             (p for p, s in role.tree.items() if p and not s.thread_node),
-            key=lambda p: (-(deltas[p].time_ns if prev else 0), -role.tree[p].self_ns, p),
+            key=lambda p: (-(last[p].time_ns if prev else 0), -role.tree[p].self_ns, p),
         )[:top]
         nw = max([24] + [len("/".join(p)) + 2 for p in ranked])
         nw = min(nw, max(24, width - 62))
         lines.append(
             f"  {'phase':<{nw}}{'last: time':>11}{'share':>7}{'wait%':>6}"
             f"{'total: time':>13}{'share':>7}{'wait%':>6}"
+            + (f"{'raised':>8}" if raised_shown else "")
         )
         for p in ranked:
-            s, d = role.tree[p], deltas[p]
-            name = ("~" if s.estimated else "") + "/".join(p)
+            t, d = totals[p], last[p]
+            name = t.label
             if len(name) > nw - 1:
                 name = name[: nw - 2] + "…"
             last_t = fmt_duration(d.time_ns) if prev else NA
-            last_share = fmt_share(d.time_ns / top_last, 0) if prev and top_last else NA
-            last_wait = _wait(d.wall_ns, d.cpu_ns) if prev else None
+            last_share = fmt_share(d.share, 0) if prev else NA
+            last_wait = d.wait_text if prev else NA
             lines.append(
-                f"  {name:<{nw}}{last_t:>11}{last_share:>7}{fmt_share(last_wait, 0):>6}"
-                f"{fmt_duration(s.time_ns):>13}"
-                f"{fmt_share(s.time_ns / top_all if top_all else None, 0):>7}"
-                f"{fmt_share(s.wait_fraction, 0):>6}"
+                f"  {name:<{nw}}{last_t:>11}{last_share:>7}{last_wait:>6}"
+                f"{fmt_duration(t.time_ns):>13}{fmt_share(t.share, 0):>7}{t.wait_text:>6}"
+                + (f"{t.stats.raised:>8,}" if raised_shown else "")
             )
-            for c in sorted(s.counters):
-                last = _rate(d.counters.get(c, 0), dt_s) if prev else NA
+            for c in sorted(t.stats.counters):
+                last_rate = fmt_rate(d.rate(c, dt_s * 1e9)) if prev else NA
                 lines.append(
-                    f"  {'  + ' + c:<{nw}}{last:>11}{'':>13}{_rate(s.counters[c], runtime_s):>13}"
+                    f"  {'  + ' + c:<{nw}}{last_rate:>11}{'':>13}"
+                    f"{fmt_rate(t.rate(c, run.runtime_ns)):>13}"
                 )
     return lines
 

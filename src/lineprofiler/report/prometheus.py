@@ -12,7 +12,8 @@ Families (labels ``role`` and ``phase``, the phase's full name ``a/b``; times in
   processes, open entries included (counter). With ``per_process_labels`` this family is per
   ``host`` and ``rank`` instead (rank empty when the process had none; processes sharing both
   are summed), and it sums to the role's;
-- ``lineprofiler_phase_wait_ratio``: wait / wall (gauge; absent when CPU was not measured);
+- ``lineprofiler_phase_wait_ratio``: wait / wall (gauge; absent when CPU was not measured, or
+  when the phase has async entries: the report's rule, ``report.view``);
 - ``lineprofiler_phase_duration_seconds``: a histogram of the completed entries' wall times.
   Its ``le`` bounds (``LE_BOUNDS_S``) are edges of the recorder's own 512 buckets, the edge
   nearest each 1-2.5-5 value from 1 us to 1000 s (within 3% of it), so each cumulative count
@@ -144,9 +145,9 @@ def families(run: MergedRun, per_process: bool = False, merge_s: float = 0.0) ->
             labels = [name, row.name]
             calls.add_metric(labels, s.calls)
             if not per_process:
-                seconds.add_metric(labels, s.time_ns / 1e9)
-            if s.wait_fraction is not None:
-                wait.add_metric(labels, s.wait_fraction)
+                seconds.add_metric(labels, row.time_ns / 1e9)
+            if row.wait_fraction is not None:  # n/a: CPU not measured, or async entries
+                wait.add_metric(labels, row.wait_fraction)
             if not s.thread_node:
                 hist.add_metric(labels, rebucket(s.hist.buckets), s.wall_ns / 1e9)
             for c in row.counters:

@@ -46,10 +46,6 @@ def _name_width(names: list[str]) -> int:
     return max([NAME_W] + [len(n) + 2 for n in names])
 
 
-def _row_name(row: PhaseRow) -> str:
-    return ("~" if row.stats.estimated else "") + row.name
-
-
 def _plural(n: int, word: str, plural: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (plural or word + 's')}"
 
@@ -123,9 +119,9 @@ def role_lines(rv: RoleView) -> list[str]:
         )
     if not rv.top_level:
         out.append("(no phases recorded)")
-    w = _name_width([_row_name(r) for r in rv.top_level])
+    w = _name_width([r.label for r in rv.top_level])
     for r in rv.top_level:
-        out.append(f"{_row_name(r):<{w}}{fmt_share(r.share):>6}{fmt_duration(r.stats.time_ns):>13}")
+        out.append(f"{r.label:<{w}}{fmt_share(r.share):>6}{fmt_duration(r.time_ns):>13}")
     if rv.dominant:
         out += [""] + dominant_lines(rv)
     if rv.iterations is not None:
@@ -141,19 +137,20 @@ def role_lines(rv: RoleView) -> list[str]:
 
 
 def dominant_lines(rv: RoleView) -> list[str]:
-    w = _name_width([_row_name(r) for r in rv.dominant])
+    w = _name_width([r.label for r in rv.dominant])
     out = [f"{'DOMINANT PHASES':<{w}}{'self':>10}{'wait%':>8}{'p50':>10}{'p99':>10}"]
+    if rv.raised_shown:
+        out[0] += f"{'raised':>8}"
     if rv.role.processes > 1:
         out[0] += f"   (summed over {rv.role.processes:,} processes)"
     for r in rv.dominant:
         s = r.stats
         if r.path:
-            wait = s.wait_fraction
-            wait_text = "async" if s.async_calls else NA if wait is None else f"{wait * 100:.0f}%"
             p50, p99 = r.q(0.5), r.q(0.99)
             out.append(
-                f"{_row_name(r):<{w}}{fmt_duration(s.self_ns):>10}{wait_text:>8}"
+                f"{r.label:<{w}}{fmt_duration(s.self_ns):>10}{r.wait_text:>8}"
                 f"{fmt_duration(p50):>10}{fmt_duration(p99):>10}"
+                + (f"{fmt_count(s.raised):>8}" if rv.raised_shown else "")
             )
         else:
             out.append(r.name)

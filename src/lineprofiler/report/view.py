@@ -1,13 +1,19 @@
-"""Derived numbers of a merged run, computed once for every renderer (text and JSON agree).
+"""The row model: the derived numbers of a merged run, computed here once for every view (text,
+JSON, HTML, ``top``, compare and its gate, Prometheus); a view formats rows, it never divides
+(tests/report/test_row_model.py checks the view modules).
 
 Definitions (documented for users in docs/report-json.md):
 
 - a phase's ``time_ns`` = completed entries' wall + entries still open at the last write, summed
   over the role's processes (process-time, not elapsed time);
 - ``share`` = its time over the role's top-level time (the sum of the top-level phases);
-- ``wait_fraction`` = (wall - cpu) / wall over completed entries; None when CPU was not measured;
+- ``wait_fraction`` = (wall - cpu) / wall over completed entries; None when CPU was not measured,
+  and None for a phase with async entries (``PhaseStats.wait_ns``: their CPU is not the task's),
+  shown as ``async`` by every view (``wait_text``), whether over the run or over an interval;
 - a counter's ``rate_per_s`` = count / the phase's time in seconds, and ``time_per_each_ns`` its
   inverse (time / count) — per process, since both are summed over the same processes;
+- ``mean_ns`` = wall / calls of completed entries; a row of sampled entries is ``estimated`` and
+  its ``label`` starts with ``~``;
 - ``imbalance`` = max over mean of the role's processes' busy time (sum of each process's
   top-level phases); 1.00 is perfectly even;
 - dominant phases = the ``top`` phases with the most self time, plus phases carrying counters;
@@ -19,14 +25,38 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lineprofiler.report.model import MergedPhase, MergedRun, Path_, Role, Worker
-from lineprofiler.report.units import path_label
+from lineprofiler.report.units import NA, path_label
+from lineprofiler.runfile.stats import PhaseStats
 
 DEFAULT_TOP = 10
 STRAGGLER_PHASES = 3
 ITERATION = "iteration"
+
+
+ASYNC = "async"  # what a view shows for the wait of a phase with async entries
+
+
+def share_of(part: float, whole: float) -> float | None:
+    """``part`` as a fraction of ``whole``; None when there is no whole."""
+    return part / whole if whole > 0 else None
+
+
+def rate_per_s(count: float, time_ns: float) -> float | None:
+    """``count`` per second of ``time_ns``; None without time."""
+    return count / (time_ns / 1e9) if time_ns > 0 else None
+
+
+def wait_text(stats: PhaseStats) -> str:
+    """The wait% as every view shows it: ``37%``; ``async`` for a phase with async entries;
+    n/a when CPU time was not measured."""
+    wait = stats.wait_fraction
+    if wait is not None:
+        return f"{wait * 100:.0f}%"
+    return ASYNC if stats.async_calls else NA
 
 
 @dataclass
@@ -41,13 +71,33 @@ class CounterRow:
 @dataclass
 class PhaseRow:
     path: Path_
-    stats: MergedPhase
+    stats: PhaseStats  # a MergedPhase, or a ``top`` interval's PhaseStats
     share: float | None
     counters: list[CounterRow]
+    # Time over the role's processes: ``stats.time_ns``, or over a ``top`` interval the growth
+    # of that (entries open across the interval's end count what they grew by).
+    time_ns: int = -1
+
+    def __post_init__(self) -> None:
+        if self.time_ns < 0:
+            self.time_ns = self.stats.time_ns
 
     @property
     def name(self) -> str:
         return path_label(self.path, self.stats.synthetic)
+
+    @property
+    def label(self) -> str:
+        """The name as shown: ``~`` first when the numbers are estimated from a sample."""
+        return ("~" if self.stats.estimated else "") + self.name
+
+    @property
+    def wait_fraction(self) -> float | None:
+        return self.stats.wait_fraction
+
+    @property
+    def wait_text(self) -> str:
+        return wait_text(self.stats)
 
     def q(self, quantile: float) -> float | None:
         if self.stats.thread_node or self.stats.calls == 0:
@@ -59,6 +109,22 @@ class PhaseRow:
     def mean_ns(self) -> float | None:
         s = self.stats
         return s.wall_ns / s.calls if s.calls else None
+
+    def per_process_ns(self, processes: int) -> float | None:
+        """The row's time per process of ``processes`` (its role's); None without any."""
+        return self.time_ns / processes if processes else None
+
+    @property
+    def measured_entries(self) -> float:
+        """How many entries were actually timed (a sampled phase's calls are scaled by its
+        stride; at least 1)."""
+        s = self.stats
+        every = max(getattr(s, "sample_rates", None) or {max(1, s.sample_every)})
+        return max(1.0, s.calls / max(1, every))
+
+    def rate(self, counter: str, time_ns: float) -> float | None:
+        """A counter's count per second of ``time_ns`` (0 when it did not move)."""
+        return rate_per_s(self.stats.counters.get(counter, 0), time_ns)
 
 
 @dataclass
@@ -105,6 +171,8 @@ class RoleView:
     stragglers: list[Straggler]
     lifetime_ns: int  # sum of the role's processes' lifetimes (rate base of root counters)
     sampled: list[PhaseRow] = field(default_factory=list)  # estimated rows shown
+    # Whether the views show a ``raised`` column: some phase of the run exited by an exception.
+    raised_shown: bool = False
 
 
 @dataclass
@@ -114,28 +182,50 @@ class RunView:
     top: int
 
 
-def _counters(stats: MergedPhase, time_ns: int) -> list[CounterRow]:
+def _counters(stats: PhaseStats, time_ns: int) -> list[CounterRow]:
     rows = []
     for name in sorted(stats.counters):
         n = stats.counters[name]
-        rate = n / (time_ns / 1e9) if time_ns > 0 else None
         each = time_ns / n if n > 0 and time_ns > 0 else None
-        rows.append(CounterRow(name, n, rate, each, name in stats.saturated))
+        rows.append(CounterRow(name, n, rate_per_s(n, time_ns), each, name in stats.saturated))
     return rows
+
+
+def phase_rows(
+    tree: Mapping[Path_, PhaseStats], lifetime_ns: int = 0, times: Mapping[Path_, int] | None = None
+) -> dict[Path_, PhaseRow]:
+    """A tree's rows in tree order: each phase's share of the top-level time, and its counters'
+    rates over its time (the root's over ``lifetime_ns``). ``times``: each path's time when it is
+    not ``stats.time_ns`` (a ``top`` interval's)."""
+    time = {p: s.time_ns for p, s in tree.items()} if times is None else times
+    total = sum(t for p, t in time.items() if len(p) == 1)
+    rows: dict[Path_, PhaseRow] = {}
+    for path in sorted(tree):
+        s = tree[path]
+        basis = time[path] if path else lifetime_ns
+        share = share_of(time[path], total) if path else None
+        rows[path] = PhaseRow(path, s, share, _counters(s, basis), time[path])
+    return rows
+
+
+def interval_rows(
+    tree: Mapping[Path_, PhaseStats], before: Mapping[Path_, PhaseStats]
+) -> dict[Path_, PhaseRow]:
+    """The rows of what was recorded between ``before`` (an earlier cumulative tree of the same
+    processes) and ``tree``: ``PhaseStats.since`` per path, so async entries, missing CPU and the
+    wait rule are those of the whole run's rows."""
+    empty = PhaseStats()
+    stats = {p: s.since(before.get(p, empty)) for p, s in tree.items()}
+    times = {p: max(0, s.time_ns - before.get(p, empty).time_ns) for p, s in tree.items()}
+    return phase_rows(stats, 0, times)
 
 
 def role_view(role: Role, top: int = DEFAULT_TOP, iteration: str | None = None) -> RoleView:
     """The role's derived rows. ``iteration``: the phase whose entries the ITERATIONS block
     describes, by name (``step``) or path (``train/step``); None: a phase named ``iteration``,
     else the role's most-entered top-level phase."""
-    total = role.top_level_ns
     lifetime = sum(w.lifetime_ns for w in role.workers)
-    rows: dict[Path_, PhaseRow] = {}
-    for path in sorted(role.tree):
-        s = role.tree[path]
-        basis = s.time_ns if path else lifetime
-        share = s.time_ns / total if path and total > 0 else None
-        rows[path] = PhaseRow(path, s, share, _counters(s, basis))
+    rows = phase_rows(role.tree, lifetime)
     top_level = sorted(
         (r for p, r in rows.items() if len(p) == 1), key=lambda r: (-r.stats.time_ns, r.path)
     )
@@ -190,7 +280,17 @@ def _iteration_row(rows: dict[Path_, PhaseRow], iteration: str | None) -> PhaseR
 
 def run_view(run: MergedRun, top: int = DEFAULT_TOP, iteration: str | None = None) -> RunView:
     """Every role's view; ``iteration`` as in :func:`role_view`."""
-    return RunView(run, [role_view(r, top, iteration) for r in run.roles.values()], top)
+    roles = [role_view(r, top, iteration) for r in run.roles.values()]
+    shown = any_raised(run)
+    for rv in roles:
+        rv.raised_shown = shown
+    return RunView(run, roles, top)
+
+
+def any_raised(run: MergedRun) -> bool:
+    """Whether any phase of the run has an entry that exited by an exception (the views show a
+    ``raised`` column only then)."""
+    return any(s.raised for role in run.roles.values() for s in role.tree.values())
 
 
 def clock_summary(run: MergedRun) -> tuple[dict[str, int], dict[str | None, int]]:

@@ -111,7 +111,7 @@ def merged_extremes(
 # and processes too, but an interval has the latest value (entries open now), not a difference.
 # cpu_ns (a sum that may be missing), hist, counters, io, the extremes, the sampling rate and the
 # marks each have their own rule in ``add`` and ``since``.
-_SUMMED = ("calls", "wall_ns", "self_ns", "async_calls", "async_wall_ns")
+_SUMMED = ("calls", "wall_ns", "self_ns", "async_calls", "async_wall_ns", "raised")
 _STATES = ("open_ns", "open")
 
 
@@ -131,6 +131,8 @@ class PhaseStats:
     (its times are the sum of that thread's top-level phases; it has no entries of its own).
     ``min_wall_ns``/``max_wall_ns`` are the exact shortest and longest measured entry (None: not
     known, as in files written before they were recorded); ``quantile`` clamps into them.
+    ``raised`` counts the entries that exited by an exception (a ``with`` block an exception left,
+    a C++ scope destroyed while unwinding), scaled like ``calls``.
     """
 
     calls: int = 0
@@ -158,6 +160,7 @@ class PhaseStats:
     async_wall_ns: int = 0
     min_wall_ns: int | None = None
     max_wall_ns: int | None = None
+    raised: int = 0
 
     def quantile(self, q: float) -> float:
         """Quantile ``q`` of the entries' wall times in ns (NaN without entries): the histogram's,
@@ -273,6 +276,7 @@ class PhaseStats:
             async_wall_ns=int(rec.get("async_wall_ns", 0)),
             min_wall_ns=_opt_int(rec.get("min_wall_ns")),
             max_wall_ns=_opt_int(rec.get("max_wall_ns")),
+            raised=int(rec.get("raised", 0)),
         )
 
 

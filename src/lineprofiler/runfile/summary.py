@@ -48,6 +48,7 @@ class PhaseSum(msgspec.Struct, array_like=True, gc=False):
     async_wall_ns: Ns = 0
     min_wall_ns: Ns | None = None  # exact shortest entry (None: unknown, or an older summary)
     max_wall_ns: Ns | None = None
+    raised: Ns = 0  # entries that exited by an exception
 
 
 class WorkerSum(msgspec.Struct, gc=False):

@@ -66,6 +66,7 @@ class PhaseRec(msgspec.Struct, gc=False):
     synthetic: bool = False  # the recorder's own "(folded)" node, not a phase of that name
     min_wall_ns: Ns | None = None  # exact shortest measured entry (absent in older files)
     max_wall_ns: Ns | None = None  # exact longest measured entry
+    raised: Ns = 0  # entries that exited by an exception (absent: none)
 
 
 class _Thread(msgspec.Struct):

@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <string_view>
 
@@ -51,7 +52,7 @@
 // test suite builds an extension with LINEPROFILER_API_LEVEL=1 to prove the rule above.
 
 #define LP_API_ABI_VERSION 1u
-#define LP_API_LEVEL_NEWEST 2
+#define LP_API_LEVEL_NEWEST 3
 #ifndef LINEPROFILER_API_LEVEL
 #define LINEPROFILER_API_LEVEL LP_API_LEVEL_NEWEST
 #endif
@@ -98,6 +99,13 @@ struct lp_api {
   /// Copies the name of the calling thread's innermost open phase ("" at the root) into buf (at
   /// most cap bytes, not NUL-terminated); returns its full length in bytes.
   size_t (*current)(char* buf, size_t cap);
+#endif
+
+#if LINEPROFILER_API_LEVEL >= 3
+  // --- level 3 ---
+  /// exit() for an entry left by an exception (its scope destroyed while unwinding): the entry
+  /// is counted in its phase's `raised`, then closed as exit() closes it.
+  void (*exit_raised)(lp_frame* frame);
 #endif
 };
 
@@ -232,7 +240,7 @@ class Phase {
     if (LP_API_UNLIKELY(api != nullptr)) open(api, detail::view_handle(api, name));
   }
   ~Phase() {
-    if (LP_API_UNLIKELY(api_ != nullptr)) api_->exit(&frame_);
+    if (LP_API_UNLIKELY(api_ != nullptr)) close();
   }
   Phase(const Phase&) = delete;
   Phase& operator=(const Phase&) = delete;
@@ -242,10 +250,28 @@ class Phase {
 
  private:
   void open(const lp_api* api, uint32_t handle) noexcept {
-    if (api->enter(handle, &frame_)) api_ = api;
+    if (api->enter(handle, &frame_)) {
+      api_ = api;
+#if LINEPROFILER_API_LEVEL >= 3
+      uncaught_ = std::uncaught_exceptions();
+#endif
+    }
+  }
+  void close() noexcept {
+#if LINEPROFILER_API_LEVEL >= 3
+    // More exceptions in flight than at entry: this scope is being destroyed by unwinding.
+    if (LP_API_UNLIKELY(std::uncaught_exceptions() > uncaught_) && LP_API_HAS(api_, exit_raised)) {
+      api_->exit_raised(&frame_);
+      return;
+    }
+#endif
+    api_->exit(&frame_);
   }
   const lp_api* api_ = nullptr;  // the table that recorded the entry (exit goes to the same one)
   lp_frame frame_;
+#if LINEPROFILER_API_LEVEL >= 3
+  int uncaught_ = 0;  // std::uncaught_exceptions() at entry
+#endif
 };
 
 /// Adds n to the counter `name` on the calling thread's innermost open phase (the root when none
