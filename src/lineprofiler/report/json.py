@@ -126,6 +126,8 @@ def worker_doc(w: Worker) -> dict[str, Any]:
         "flush_errors": w.flush_errors,
         "last_flush_error": w.last_flush_error,
         "recorded_nothing": w.recorded_nothing,
+        "ended_without_final_write": w.ended_unclosed,
+        "unaccounted_s": None if w.unaccounted_s is None else round(w.unaccounted_s, 3),
         "idle": w.idle,
         "process_name": w.process_name,
         "ppid": w.ppid,
@@ -150,6 +152,8 @@ def attempt_doc(a: Attempt) -> dict[str, Any]:
         "roles": a.roles,
         "overlapped": a.overlapped,
         "reported": a.reported,
+        "unreadable": a.unreadable,
+        "why": a.why,
     }
 
 
