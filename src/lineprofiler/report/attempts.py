@@ -47,6 +47,9 @@ from lineprofiler.runfile.worker_doc import Worker
 # The shape of an id new_run_id() generates (accounting._identity): UTC minute and 6 hex digits.
 _GENERATED_ID = re.compile(r"^\d{8}T\d{4}-[0-9a-f]{6}$")
 _SLACK_S = 1.0  # clock resolution between a file's mtime and the times written inside it
+# A process's own start is known to a clock tick (10 ms) and its boot's clock from the files
+# (report.fates); a launch this close after a sibling's end is still "while it was alive".
+_LAUNCH_SLACK_S = 0.02
 
 
 def is_claim(run_id: str) -> bool:
@@ -255,7 +258,7 @@ def _clusters(workers: list[Worker]) -> list[tuple[list[Worker], dict[str, int]]
         alive_until = -1.0
         for k, i in enumerate(members):
             launched = ws[i].launched_at or 0.0
-            if k and launched <= alive_until + _SLACK_S:
+            if k and launched <= alive_until + _LAUNCH_SLACK_S:
                 sets.union(members[k - 1], i, TOGETHER)
             alive_until = max(alive_until, worker_end(ws[i]))
     out: dict[int, list[Worker]] = defaultdict(list)
