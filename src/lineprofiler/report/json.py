@@ -126,8 +126,6 @@ def worker_doc(w: Worker) -> dict[str, Any]:
         "flush_errors": w.flush_errors,
         "last_flush_error": w.last_flush_error,
         "recorded_nothing": w.recorded_nothing,
-        "ended_without_final_write": w.ended_unclosed,
-        "unaccounted_s": None if w.unaccounted_s is None else round(w.unaccounted_s, 3),
         "idle": w.idle,
         "process_name": w.process_name,
         "ppid": w.ppid,
@@ -139,6 +137,8 @@ def worker_doc(w: Worker) -> dict[str, Any]:
         "folded_entries": w.folded_entries,
         "depth_overflow": w.depth_overflow,
         "next_write_s": w.next_write_s,
+        "ended_without_final_write": w.ended_unclosed,
+        "unaccounted_s": None if w.unaccounted_s is None else round(w.unaccounted_s, 3),
     }
 
 
