@@ -25,8 +25,10 @@ order (``docs/internals/processes.md`` has it for users):
 5. **Reruns.** Attempts one after the other under one id are ``ID``, ``ID~2``, ... (oldest
    first), never summed.
 6. **Launches merged.** An attempt whose first processes (those no worker started) came from
-   different parent processes on one host under different ids looks like separate launches; it
-   stays one attempt and the merge names it (``merged_launches``).
+   different parent processes on one host, share no run id and run one program (``argv[0]``)
+   looks like one program launched twice; it stays one attempt and the merge names it
+   (``merged_launches``). (Different programs from different parents, such as a Ray driver and
+   the actors its raylet started, are one run's parts.)
 
 Unreadable files have no lifetime: one goes with the attempt of its own process (its name's run
 id and pid), else the one its modification time falls in, else the newest that started before
@@ -308,8 +310,9 @@ def _split_by_claims(cluster: list[Worker], reasons: dict[str, int]) -> list[Att
 
 def _note_launches(g: AttemptGroup) -> None:
     """Names the launcher of an attempt's first processes (those no worker of it started), and
-    records separate launches merged into it: first processes on one host from different parent
-    processes that share no run id."""
+    records separate launches merged into it: on one host, first processes of different parent
+    processes that share no run id but run one program (``argv[0]``: one script started twice,
+    arguments aside)."""
     processes = {(w.host, w.pid) for w in g.workers}
     roots: dict[tuple[str, int], list[Worker]] = defaultdict(list)
     for w in g.workers:
@@ -319,21 +322,27 @@ def _note_launches(g: AttemptGroup) -> None:
         [(host, ppid)] = roots
         g.why.append(f"launched by pid {ppid} on {host}")
         return
+    if roots:
+        g.why.append(f"launched by {len(roots)} parent processes")
     by_host: dict[str, list[tuple[int, list[Worker]]]] = defaultdict(list)
     for (host, ppid), ws in roots.items():
         by_host[host].append((ppid, ws))
-    for host, launches in sorted(by_host.items()):
-        if len(launches) < 2:
-            continue
-        ids = [{w.run_id for w in ws} for _, ws in launches]
-        if all(not (a & b) for i, a in enumerate(ids) for b in ids[i + 1 :]):
-            for ppid, ws in sorted(launches, key=lambda x: x[0]):
-                g.launches.append((host, ppid, ws))
+    separate: set[tuple[str, int]] = set()
+    for host, launches in by_host.items():
+        for i, (pa, wa) in enumerate(launches):
+            for pb, wb in launches[i + 1 :]:
+                if {w.run_id for w in wa} & {w.run_id for w in wb}:
+                    continue
+                programs = {w.argv[0] for w in wa if w.argv}
+                if any(w.argv and w.argv[0] in programs for w in wb):
+                    separate |= {(host, pa), (host, pb)}
+    for host, ppid in sorted(separate):
+        g.launches.append((host, ppid, roots[(host, ppid)]))
     if g.launches:
         parents = ", ".join(f"pid {p} on {h}" for h, p, _ in g.launches)
-        g.why.append(f"separate launches by time only (parents {parents}; no shared id)")
-    elif roots:
-        g.why.append(f"launched by {len(roots)} parent processes sharing ids")
+        g.why.append(
+            f"separate launches by time only (one program from parents {parents}, no shared id)"
+        )
 
 
 def _shared_s(w: Worker, g: AttemptGroup) -> float:

@@ -229,8 +229,9 @@ def _attempt_caveats(run: MergedRun) -> list[Caveat]:
         out.append(
             Caveat(
                 "merged_launches",
-                f"{len(run.launches)} launches that look separate (different parent processes, "
-                "no shared run id) ran at the same time and are merged here as one run: "
+                f"{len(run.launches)} launches that look separate (one program started by "
+                "different parent processes, no shared run id) ran at the same time and are "
+                "merged here as one run: "
                 + _listing(parts, sep="; ")
                 + ". If they are separate runs, give each its own run_dir or "
                 "LINEPROFILER_RUN_ID",

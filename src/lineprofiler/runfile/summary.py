@@ -84,6 +84,7 @@ class WorkerSum(msgspec.Struct, gc=False):
     process_name: str | None = None
     process_start: str | None = None
     host_dir: str | None = None
+    argv: list[str] | None = None
     samples: Any = None
 
 

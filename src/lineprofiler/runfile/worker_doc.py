@@ -94,6 +94,7 @@ class _Meta(msgspec.Struct):
     process_name: str | None = None
     process_start: Any = None  # "<boot id>:<ticks since boot>": the process's own start
     host_dir: Any = None  # the directory under workers/ the writer chose for its host
+    argv: Any = None  # the process's first arguments, secrets masked
 
 
 class _Clock(msgspec.Struct):
@@ -184,6 +185,7 @@ class Worker:
     # The process's own start ("<boot id>:<ticks since boot>"); None in files that predate it
     process_start: str | None = None
     host_dir: str | None = None  # the writer's directory under workers/ (None in older files)
+    argv: list[str] | None = None  # the process's command line (first 8, secrets masked)
     # Set by the reader (report.fates) from evidence about the process, not from the file:
     launched_at: float | None = None  # the process's own start, Unix s (estimated), if known
     # "alive", "gone" (no such pid on its host), "pid reused" (the pid is another process's now),
@@ -308,6 +310,13 @@ def _num(value: Any, what: str) -> float:
     return float(value)
 
 
+def _argv(value: Any) -> list[str] | None:
+    """``meta.argv`` when it is a list of strings (at most 8 of at most 4,096 characters)."""
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        return None
+    return [a[:4096] for a in value[:8]]
+
+
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -361,6 +370,7 @@ def read_worker(doc: WorkerDoc, rel: str, file: str = "") -> tuple[Worker, list[
         process_name=meta.process_name,
         process_start=_process_start(meta.process_start),
         host_dir=meta.host_dir if isinstance(meta.host_dir, str) else None,
+        argv=_argv(meta.argv),
     )
     records, w.folded_entries, w.depth_overflow = _records(doc, thread_names, w.lifetime_ns)
     w.out_of_order_exits = sum(t.out_of_order_exits for t in doc.threads)
