@@ -16,9 +16,12 @@ from lineprofiler.report.cli_report import emit, fail, internal_error
 from lineprofiler.report.json import attempt_doc
 from lineprofiler.report.merge import RunError, merge_run
 from lineprofiler.report.model import Attempt
-from lineprofiler.report.units import fmt_utc
+from lineprofiler.report.units import fmt_utc, terminal_safe
 
-HELP = "List a run directory's attempts (the processes that ran together), oldest first."
+HELP = (
+    "List a run directory's attempts (the processes that ran together), oldest first, each with "
+    "why its files were grouped (overlapping lifetimes, a parent, a claimed id, the launcher)."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,7 +39,7 @@ def render(attempts: list[Attempt]) -> str:
         over = f"  (overlapped {', '.join(a.overlapped)})" if a.overlapped else ""
         lines.append(f"{a.run_id:<34}{start:<22}{end:<22}{a.workers:>6}  {roles}{mark}{over}")
         if a.why:
-            lines.append(f"    why: {'; '.join(a.why)}")
+            lines.append(f"    why: {terminal_safe('; '.join(a.why))}")  # names from files
     return "\n".join(lines) + "\n"
 
 
