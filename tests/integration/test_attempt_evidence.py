@@ -103,12 +103,13 @@ def _attempts_json(run_dir: Path) -> list[dict]:
 
 def test_a_retry_loop_in_one_shell_under_one_id_is_two_attempts(tmp_path):
     """Item 1: a job script exports LINEPROFILER_RUN_ID, launches 2 workers, waits, sleeps 2 s,
-    launches them again: one parent, one claimed id, still two runs."""
+    launches them again: one parent, one claimed id, still two runs. (One worker of the first
+    launch is SIGKILLed: the older attempt, read again on its own, still names it.)"""
     run_dir = tmp_path / "run"
     first, second = Launch(tmp_path, "1"), Launch(tmp_path, "2")
     script = (
         "export LINEPROFILER_RUN_ID=job-1; "
-        + first.line(run_dir, [("trainer", 2, False), ("trainer", 3, False)])
+        + first.line(run_dir, [("trainer", 2, False), ("trainer", 3, True)])
         + " sleep 2; "
         + second.line(run_dir, [("trainer", 4, False), ("trainer", 6, False)])
     )
@@ -126,9 +127,16 @@ def test_a_retry_loop_in_one_shell_under_one_id_is_two_attempts(tmp_path):
     assert listed[0]["end_time"] < listed[1]["start_time"]
     assert "claimed id job-1" in listed[0]["why"]
     assert "launched together by one parent process" in listed[1]["why"]
-    assert "started after every process of job-1 had ended" in listed[1]["why"]
+    assert (
+        "started after every process of job-1 had ended (some ended without a final write: "
+        "pid gone)" in listed[1]["why"]
+    )
     old = merge_run(run_dir, with_samples=False, attempt="job-1")
-    assert {w.pid for w in old.workers} == first.pids() and old.tree[("step",)].calls == 5
+    # the killed worker's 3 steps were never written (no periodic write came)
+    assert {w.pid for w in old.workers} == first.pids() and old.tree[("step",)].calls == 2
+    assert {w.pid for w in old.workers if w.ended_unclosed} == first.killed()
+    assert "ended_without_final_write" in [c.kind for c in old.caveats]
+    assert "recorded_nothing" not in [c.kind for c in old.caveats]
     text = _cli("attempts", str(run_dir)).stdout.splitlines()
     assert text[1].startswith("job-1 ") and text[2].startswith("    why: ")
     assert "launched together by one parent process" in text[2]

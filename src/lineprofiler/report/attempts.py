@@ -52,6 +52,7 @@ _SLACK_S = 1.0  # clock resolution between a file's mtime and the times written 
 # A process's own start is known to a clock tick (10 ms) and its boot's clock from the files
 # (report.fates); a launch this close after a sibling's end is still "while it was alive".
 _LAUNCH_SLACK_S = 0.02
+_MAX_LAUNCHES_COMPARED = 64  # parents of one program on one host compared pairwise
 
 
 def is_claim(run_id: str) -> bool:
@@ -154,8 +155,9 @@ def group_attempts(workers: list[Worker], unreadable: list[UnreadableFile]) -> G
         groups.extend(_split_by_claims(cluster, reasons))
     for g in groups:
         _note_launches(g)
+    processes = {(w.run_id, w.pid): g for g in groups for w in g.workers}
     for u in unreadable:
-        home = _home_of(u, groups)
+        home = _home_of(u, groups, processes)
         if home is None:
             home = AttemptGroup(u.run_id or "(unnamed)", _start=u.mtime, _end=u.mtime)
             home.why.append("unreadable files only, placed by their names and times")
@@ -329,13 +331,15 @@ def _note_launches(g: AttemptGroup) -> None:
         by_host[host].append((ppid, ws))
     separate: set[tuple[str, int]] = set()
     for host, launches in by_host.items():
-        for i, (pa, wa) in enumerate(launches):
-            for pb, wb in launches[i + 1 :]:
-                if {w.run_id for w in wa} & {w.run_id for w in wb}:
-                    continue
-                programs = {w.argv[0] for w in wa if w.argv}
-                if any(w.argv and w.argv[0] in programs for w in wb):
-                    separate |= {(host, pa), (host, pb)}
+        by_program: dict[str, list[tuple[int, set[str]]]] = defaultdict(list)
+        for ppid, ws in launches:
+            for program in {w.argv[0] for w in ws if w.argv}:
+                by_program[program].append((ppid, {w.run_id for w in ws}))
+        for same in by_program.values():
+            for i, (pa, ids_a) in enumerate(same[:_MAX_LAUNCHES_COMPARED]):
+                for pb, ids_b in same[i + 1 : _MAX_LAUNCHES_COMPARED]:
+                    if not ids_a & ids_b:
+                        separate |= {(host, pa), (host, pb)}
     for host, ppid in sorted(separate):
         g.launches.append((host, ppid, roots[(host, ppid)]))
     if g.launches:
@@ -361,12 +365,16 @@ def _common_id(ws: list[Worker]) -> str:
     return max(counts, key=lambda rid: (counts[rid], -first[rid])) or "(unnamed)"
 
 
-def _home_of(u: UnreadableFile, groups: list[AttemptGroup]) -> AttemptGroup | None:
+def _home_of(
+    u: UnreadableFile,
+    groups: list[AttemptGroup],
+    processes: dict[tuple[str, int], AttemptGroup],
+) -> AttemptGroup | None:
     """The attempt an unreadable file belongs to (see the module's rules)."""
     if u.run_id and u.pid is not None:
-        for g in groups:
-            if any(w.run_id == u.run_id and w.pid == u.pid for w in g.workers):
-                return g
+        own = processes.get((u.run_id, u.pid))
+        if own is not None:
+            return own
     named = [g for g in groups if u.run_id and u.run_id in g.run_ids]
     if u.mtime is not None:
         for g in named + [g for g in groups if g not in named]:

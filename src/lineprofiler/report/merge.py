@@ -138,6 +138,7 @@ def merge_run(
             fw.worker.path,
         ),
     )
+    _keep_fates(workers, [fw.worker for fw in folded_workers])
     roles: dict[str, Role] = {}
     for fw in folded_workers:
         w = fw.worker
@@ -181,6 +182,16 @@ def merge_run(
     _mark_stale(run)
     run.caveats = run_caveats(run) + (run.samples.caveats if run.samples else [])
     return run
+
+
+def _keep_fates(settled: list[Worker], merged: list[Worker]) -> None:
+    """The fates settled over every file, on the workers of the chosen attempt (which may have
+    been read again: an id shared by two attempts)."""
+    by_path = {w.path: w for w in settled}
+    for w in merged:
+        was = by_path.get(w.path)
+        if was is not None and was is not w:
+            w.launched_at, w.fate, w.unaccounted_s = was.launched_at, was.fate, was.unaccounted_s
 
 
 def _count_processes_per_path(role: Role) -> None:
