@@ -98,6 +98,12 @@ class Role:
             g for g in self.process_groups() if not any(self.workers[i].ended_unclosed for i in g)
         ]
 
+    @property
+    def left_out(self) -> int:
+        """Processes left out of imbalance, busiest and stragglers (ended without a final
+        write)."""
+        return len(self.process_groups()) - len(self.complete_groups())
+
     def process_busy_ns(self) -> list[tuple[Worker, int]]:
         """Each complete process's busy time (its files' top-level phases summed), with its
         first file's worker as the one that names it."""
@@ -123,9 +129,10 @@ class Role:
 
     @property
     def imbalance(self) -> float | None:
-        """Max over mean of the processes' busy time (1.00: perfectly even); None if all idle."""
+        """Max over mean of the processes' busy time (1.00: perfectly even); None if all idle, or
+        when processes that ended without a final write leave fewer than two to compare."""
         busy = [b for _, b in self.process_busy_ns()]
-        if not busy:
+        if not busy or (len(busy) < 2 and self.left_out):
             return None
         mean = statistics.fmean(busy)
         return max(busy) / mean if mean > 0 else None
