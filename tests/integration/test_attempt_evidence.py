@@ -308,10 +308,10 @@ def test_a_planted_copy_in_another_host_dir_never_replaces_the_real_file(tmp_pat
     launch = Launch(tmp_path, "1")
     _bash(launch.line(run_dir, [("trainer", 2, False), ("trainer", 3, False)]), tmp_path)
     real = sorted(run_dir.glob("workers/*/w_*.json"))[0]
-    doc = json.loads(real.read_text())
-    doc["written_at"] = doc["written_at"] - 0.5  # earlier than the real file's
-    doc["threads"] = []  # and claiming nothing was recorded
-    for host_dir in ("zz-other", "aa-other"):
+    for host_dir, earlier_s in (("zz-other", 0.0), ("aa-other", 0.5)):
+        doc = json.loads(real.read_text())
+        doc["written_at"] -= earlier_s  # as early as the real file's, or earlier
+        doc["threads"] = []  # and claiming nothing was recorded
         planted = run_dir / "workers" / host_dir / real.name
         planted.parent.mkdir()
         planted.write_text(json.dumps(doc))
