@@ -387,3 +387,24 @@ def test_torchrun_restart_after_a_sigkilled_rank_is_the_reported_attempt(tmp_pat
     old = merge_run(run_dir, with_samples=False, attempt=run.attempts[0].run_id)
     assert {w.pid for w in old.workers} == set(rounds[0].values())
     assert [w.pid for w in old.workers if w.ended_unclosed] == [rounds[0][1]]
+
+
+def test_a_killed_worker_not_yet_reaped_has_ended(tmp_path):
+    """A SIGKILLed worker whose parent has not reaped it yet is a zombie: its pid still exists,
+    with its own start, yet it has ended."""
+    run_dir = tmp_path / "run"
+    launch = Launch(tmp_path, "1")
+    args = [str(run_dir), "trainer", "2", str(launch.barrier), "1", str(launch.pids_dir), "die"]
+    proc = subprocess.Popen([sys.executable, str(launch.script), *args], env=child_env())
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            state = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state == "Z":
+                break
+            time.sleep(0.02)
+        assert state == "Z"
+        run = merge_run(run_dir, with_samples=False)
+        assert [(w.pid, w.ended_unclosed) for w in run.workers] == [(proc.pid, True)]
+    finally:
+        assert proc.wait(timeout=60) == -9

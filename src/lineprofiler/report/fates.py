@@ -8,8 +8,9 @@ reader runs on:
   ``start_time - ticks / CLK_TCK`` at the latest (a profiler starts after its process), so the
   smallest of these over the boot's files is the boot time, late by at most the quickest
   process's import time; each process started at that plus its ticks.
-- **Fate.** On the reader's own host and boot, a pid that no longer exists (``gone``), or that
-  exists with another start (``pid reused``), has ended; one with the same start is ``alive``.
+- **Fate.** On the reader's own host and boot, a pid that no longer exists or is a zombie
+  (``gone``), or that exists with another start (``pid reused``), has ended; one with the same
+  start is ``alive``.
   A later file of the same host and boot with the same pid and a later start also says the
   first ended, before that start. Elsewhere the fate is unknown ("").
 
@@ -56,10 +57,12 @@ def reader_boot_id() -> str:
 
 
 def pid_start_ticks(pid: int) -> int | None:
-    """The start of ``pid`` on this machine in clock ticks since boot; None when no such pid."""
+    """The start of ``pid`` on this machine in clock ticks since boot; None when there is no
+    such process, or only its corpse (a zombie its parent has not reaped yet)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19])
+            fields = f.read().rsplit(")", 1)[1].split()
+        return None if fields[0] in ("Z", "X") else int(fields[19])
     except (OSError, IndexError, ValueError):
         return None
 
