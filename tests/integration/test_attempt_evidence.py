@@ -24,7 +24,8 @@ from tests.helpers import child_env, run_python
 
 # argv: run_dir role steps barrier_dir peers pids_dir [die]. Builds its own profiler (default
 # 30 s snapshot interval: no periodic write in these runs), meets `peers` processes, records
-# `steps` steps, then closes, or with "die" SIGKILLs itself (no final write).
+# `steps` steps, then closes, or with "die" SIGKILLs itself, with "_exit" leaves through os._exit
+# (no final write either way).
 WORKER = """
 import os, signal, sys, time
 from pathlib import Path
@@ -32,6 +33,7 @@ from lineprofiler.accounting import Profiler
 
 run_dir, role, steps, barrier, peers, pids = sys.argv[1:7]
 die = sys.argv[7:] == ["die"]
+quit_now = sys.argv[7:] == ["_exit"]
 p = Profiler(run_dir=run_dir, role=role, enabled=True, sample_interval_s=None)
 Path(pids, str(os.getpid())).write_text("die" if die else "live")
 Path(barrier, str(os.getpid())).touch()
@@ -44,6 +46,8 @@ for _ in range(int(steps)):
         time.sleep(0.01)
 if die:
     os.kill(os.getpid(), signal.SIGKILL)
+if quit_now:
+    os._exit(0)
 p.close()
 """
 
@@ -408,3 +412,40 @@ def test_a_killed_worker_not_yet_reaped_has_ended(tmp_path):
         assert [(w.pid, w.ended_unclosed) for w in run.workers] == [(proc.pid, True)]
     finally:
         assert proc.wait(timeout=60) == -9
+
+
+def test_a_reused_pid_in_the_files_says_the_first_process_ended(tmp_path):
+    """Two launches one after the other, each the first process of a fresh pid namespace (so
+    both are pid 1 on this host name): the first leaves through os._exit with no final write
+    (a namespace's pid 1 ignores its own SIGKILL). The second
+    file's later start of the same pid says the first had ended by then, which bounds its
+    unaccounted time; the two are separate attempts."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare(1) for a pid namespace")
+    probe = subprocess.run(["unshare", "--pid", "--fork", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"unshare --pid is not permitted here: {probe.stderr.decode().strip()}")
+    run_dir = tmp_path / "run"
+    launches = [Launch(tmp_path, "1"), Launch(tmp_path, "2")]
+    launched_after = []
+    for launch, quits in zip(launches, (True, False), strict=True):
+        args = [str(run_dir), "trainer", "3", str(launch.barrier), "1", str(launch.pids_dir)]
+        launched_after.append(time.time())
+        proc = subprocess.run(
+            ["unshare", "--pid", "--fork", sys.executable, str(launch.script), *args]
+            + (["_exit"] if quits else []),
+            env=child_env(),
+            capture_output=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert launch.pids() == {1}
+    run = merge_run(run_dir, with_samples=False)
+    assert [w.pid for w in run.workers] == [1] and run.tree[("step",)].calls == 3
+    [first] = merge_run(run_dir, with_samples=False, attempt=run.attempts[0].run_id).workers
+    assert first.pid == 1 and not first.final and first.fate == "pid reused"
+    assert first.ended_unclosed and first.unaccounted_s is not None
+    # it ended before the second process started, which was after the test launched it
+    assert first.written_at + first.unaccounted_s <= run.workers[0].start_time
+    assert first.unaccounted_s <= launched_after[1] - first.written_at + 1.0
+    assert len(run.attempts) == 2

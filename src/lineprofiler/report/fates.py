@@ -9,10 +9,11 @@ reader runs on:
   smallest of these over the boot's files is the boot time, late by at most the quickest
   process's import time; each process started at that plus its ticks.
 - **Fate.** On the reader's own host and boot, a pid that no longer exists or is a zombie
-  (``gone``), or that exists with another start (``pid reused``), has ended; one with the same
-  start is ``alive``.
-  A later file of the same host and boot with the same pid and a later start also says the
-  first ended, before that start. Elsewhere the fate is unknown ("").
+  (``gone``), or that exists with another start (``pid reused``: it ended before that process
+  started), has ended; one with the same start is ``alive``. A later file of the same host and
+  boot with the same pid and a later start also says the first ended, before that start.
+  Elsewhere the fate is unknown (""). (A reader in another pid namespace under the same host
+  name would misjudge: the host name and boot id are all the files say of where a pid lives.)
 
 A process that ended without a final write (killed, or ``os._exit``) gets ``unaccounted_s``: at
 most how much wall time after its last write its file cannot hold (the next periodic write that
@@ -103,6 +104,9 @@ def settle_fates(workers: list[Worker], now: float | None = None) -> None:
         if s is not None and w.host == here and boot and s[0] == boot:
             ticks = pid_start_ticks(w.pid)
             w.fate = "gone" if ticks is None else "alive" if ticks == s[1] else "pid reused"
+            if ticks is not None and ticks > s[1]:  # the pid's next process: ours ended before
+                later = boot_clock[s[0]] + ticks / hz
+                reused_by[id(w)] = min(reused_by.get(id(w), later), later)
         if id(w) in reused_by and w.fate != "gone":
             w.fate = "pid reused"
         w.unaccounted_s = None
