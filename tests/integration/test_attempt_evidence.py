@@ -264,6 +264,18 @@ def test_a_truncated_file_stays_in_its_run(tmp_path):
         assert [c.kind for c in run.caveats] == ["unreadable"]
         assert run.caveats[0].workers == [bad.relative_to(run_dir).as_posix()]
         assert [(a.workers, a.unreadable, a.reported) for a in run.attempts] == [(3, 1, True)]
+    # Modified an hour before the run, with a name no readable file shares: it overlaps nothing,
+    # so it is an attempt of its own, named as unreadable, and the run is untouched.
+    hour_before = min(w.start_time for w in run.workers) - 3600.0
+    os.utime(bad, (hour_before, hour_before))
+    run = merge_run(run_dir, with_samples=False)
+    assert {w.pid for w in run.workers} == launch.pids() - {bad_pid}
+    assert [(a.workers, a.unreadable, a.reported) for a in run.attempts] == [
+        (1, 1, False),
+        (2, 0, True),
+    ]
+    [c] = run.caveats
+    assert c.kind == "superseded_attempt" and "none of its files could be read" in c.message
 
 
 def test_two_runs_started_at_once_by_different_parents_are_named(tmp_path):

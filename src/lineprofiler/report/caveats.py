@@ -261,6 +261,17 @@ def _attempt_caveats(run: MergedRun) -> list[Caveat]:
     for a in run.superseded:
         when = f", started {fmt_utc(a.start_time)}" if a.start_time is not None else ""
         what = f"{a.workers} worker file(s){when}"
+        if a.workers and a.unreadable == a.workers:  # nothing of it to place it by but names
+            when = f", last modified {fmt_utc(a.end_time)}" if a.end_time is not None else ""
+            out.append(
+                Caveat(
+                    "superseded_attempt",
+                    f"attempt {a.run_id} ({a.workers} unreadable worker file(s){when}) is not "
+                    "merged: none of its files could be read, and neither their names nor their "
+                    "times place them in this run",
+                )
+            )
+            continue
         concurrent = start is not None and any(a.run_id in r.overlapped for r in reported)
         if concurrent:
             out.append(
