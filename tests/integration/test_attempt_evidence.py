@@ -473,3 +473,45 @@ def test_a_reused_pid_in_the_files_says_the_first_process_ended(tmp_path):
     assert first.written_at + first.unaccounted_s <= run.workers[0].start_time
     assert first.unaccounted_s <= launched_after[1] - first.written_at + 1.0
     assert len(run.attempts) == 2
+
+
+LIVE = """
+import os, sys, time
+from pathlib import Path
+from lineprofiler.accounting import Profiler
+
+p = Profiler(run_dir=sys.argv[1], role="trainer", enabled=True, sample_interval_s=None)
+with p.phase("step"):
+    pass
+Path(sys.argv[2], "ready").touch()
+deadline = time.monotonic() + 60
+while not Path(sys.argv[2], "go").exists() and time.monotonic() < deadline:
+    time.sleep(0.02)
+p.close()
+"""
+
+
+def test_a_live_worker_is_alive_and_its_attempt_does_not_end_in_the_future(tmp_path):
+    """Read while it runs (30 s snapshot interval): the process is alive, not ended, and its
+    attempt's end is no later than the moment of reading."""
+    run_dir, flags = tmp_path / "run", tmp_path / "flags"
+    flags.mkdir()
+    script = tmp_path / "live.py"
+    script.write_text(LIVE)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(run_dir), str(flags)], env=child_env()
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (flags / "ready").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        run = merge_run(run_dir, with_samples=False)
+        read_by = time.time()
+        [w] = run.workers
+        assert (w.pid, w.fate, w.ended_unclosed, w.final) == (proc.pid, "alive", False, False)
+        [a] = run.attempts
+        assert a.end_time is not None and w.written_at <= a.end_time <= read_by
+        assert "ended_without_final_write" not in [c.kind for c in run.caveats]
+    finally:
+        (flags / "go").touch()
+        assert proc.wait(timeout=60) == 0

@@ -273,13 +273,15 @@ def _unreadable(f: Path, entry: Unreadable, name_id: str) -> UnreadableFile:
 
 
 def attempt_entry(a: AttemptGroup, reported: bool) -> Attempt:
-    """An attempt as the run lists it."""
+    """An attempt as the run lists it: its end never later than the moment it is read (a live
+    process's lifetime reaches one snapshot interval past its last write)."""
     n = len(a.workers) + len(a.unreadable)
+    end = a.end_time
     return Attempt(
         a.id,
         n,
         a.start_time,
-        a.end_time,
+        None if end is None else min(end, max(time.time(), a.start_time or 0.0)),
         a.roles(),
         a.overlapped,
         reported,
