@@ -42,7 +42,9 @@ COMMANDS: dict[str, Command] = {
     ),
     "attempts": Command(
         "lineprofiler.report.cli_attempts",
-        "List a run directory's attempts (the processes that ran together), oldest first.",
+        "List a run directory's attempts (the processes that ran together), oldest first, each "
+        "with why its files were grouped (overlapping lifetimes, a parent, a claimed id, the "
+        "launcher).",
     ),
     "reduce": Command(
         "lineprofiler.report.cli_reduce",

@@ -347,6 +347,7 @@ def assert_stable_keys(doc: dict) -> None:
         "last_flush_error", "recorded_nothing", "idle", "process_name", "ppid", "busy_ns", "threads",
         "thread_names", "clock",
         "own_write_bytes", "folded_entries", "depth_overflow", "next_write_s",
+        "ended_without_final_write", "unaccounted_s",
     ]  # fmt: skip
     docs = (Path(__file__).parents[2] / "docs" / "report-json.md").read_text()
     for key in [*doc["run"], *role, *role["phases"][0], *doc["workers"][0]]:

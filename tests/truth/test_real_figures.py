@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
+from textwrap import dedent
 
 import pytest
 
@@ -21,6 +23,21 @@ MS = 1_000_000
 def report(run_dir):
     merged = merge_run(run_dir)
     return merged, json.loads(json.dumps(to_document(merged), allow_nan=False)), render_text(merged)
+
+
+def run_together(code, tmp_path, arg_lists, env) -> None:
+    """Runs one process per argument list, all started at once: one run. (One after the other
+    they would be attempts of their own, never summed.)"""
+    with ThreadPoolExecutor(len(arg_lists)) as pool:
+        # (a script file each: run_python names it by the code's hash)
+        done = [
+            pool.submit(
+                run_python, f"{dedent(code)}\n# process {i}\n", cwd=tmp_path, args=a, env=env
+            )
+            for i, a in enumerate(arg_lists)
+        ]
+        for f in done:
+            f.result()
 
 
 def phases_by_path(doc) -> dict[tuple[str, ...], dict]:
@@ -124,8 +141,7 @@ def test_io_bytes_summed_over_processes_against_the_bytes_each_wrote_and_read(tm
     """
     sizes = [1024 * 1024, 3 * 1024 * 1024]  # page multiples: a cold read fetches exactly n
     env = {"LINEPROFILER_RUN_ID": "20261203T1200-10io10"}
-    for n in sizes:
-        run_python(code, cwd=tmp_path, args=[str(n)], env=env)
+    run_together(code, tmp_path, [[str(n)] for n in sizes], env)
     merged, doc, text = report(tmp_path / "run")
     rows = {tuple(r["path"]): r for r in doc["resources"]["io_by_phase"]}
     total = sum(sizes)
@@ -197,8 +213,7 @@ def test_own_write_bytes_against_the_bytes_the_process_saw_written(tmp_path):
     """
     env = {"LINEPROFILER_RUN_ID": "20261203T1200-0wn0wn"}
     counts = (3, 40)
-    for k in counts:
-        run_python(code, cwd=tmp_path, args=[str(k)], env=env)
+    run_together(code, tmp_path, [[str(k)] for k in counts], env)
     written = dict(json.loads((tmp_path / f"wchar{k}.json").read_text()) for k in counts)
     files = worker_files(tmp_path / "run")
     docs = {f: json.loads(f.read_text()) for f in files}

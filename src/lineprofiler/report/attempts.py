@@ -1,29 +1,40 @@
 """Which worker files ran together: a run directory's attempts, by time and by id.
 
-An *attempt* is the set of processes that ran together, however they were started. The rules:
+An *attempt* is the set of processes that ran together, however they were started. The rule, in
+order (``docs/internals/processes.md`` has it for users):
 
-- **Time.** Workers whose lifetimes overlap, transitively, run together. A worker's lifetime is
-  its start to its end: the final write of one that closed; the last write plus one snapshot
-  interval of one that did not (live, or killed). A worker whose recorded parent pid is an
-  earlier worker on the same host, alive at its start, runs with that parent; workers of one
-  claimed id (below) with one parent process on one host (the ranks a torchrun agent, srun step
-  or mpirun started) run together even when their lifetimes do not overlap, and so do the
-  profilers one process built one after the other under one id.
-- **Ids.** Every worker carries a run id. One that lineprofiler generated for a process with
-  nothing to inherit (``20261203T1731-a1b2c3``) claims nothing: processes started independently
-  (a shell script's ``&``, torchrun without ``--rdzv-id``) never split a run by it. Any other
-  id (an explicit ``LINEPROFILER_RUN_ID``, a Slurm job, a torchrun rendezvous, an MPI job) is a
-  claim: workers of concurrent but different claimed ids are separate attempts that
-  *overlapped* (named as such); the unclaimed workers among them go with the claim they share
-  the most time with.
-- **Reruns.** A launch that starts after every process of the previous one ended is a new
-  attempt even under the same id: its attempts are told apart as ``ID``, ``ID~2``, ``ID~3``
-  (oldest first) and never summed.
-- **Duplicates.** A file whose (host, pid, uuid) was already read (a copied worker file) is
-  skipped and named.
+1. **Duplicates.** Files of one (host, pid, uuid) are one process's: the file whose name and
+   directory agree with its contents is kept (the earliest written among those), the others are
+   skipped and named.
+2. **Lifetimes.** A worker's lifetime runs from its profiler's start to: its final write; else,
+   when its process is known to have ended (``report.fates``: on the reader's host and boot its
+   pid is gone or another process's, or a later file reuses its pid), its last write, as
+   nothing says it lived longer; else (alive, or on a host the reader cannot check) its last
+   write plus one snapshot interval.
+3. **Time.** Workers whose lifetimes overlap, transitively, ran together. So do a child and the
+   worker that is its parent (alive at its start), the profilers one process built one after
+   the other, and processes one parent launched while another it launched was alive (by their
+   own process start, ``meta.process_start``: a rank whose profiler started after a quick
+   sibling's ended). Files without a process start (older writers) keep the older rule: one
+   claimed id and one parent process are one attempt.
+4. **Ids.** A run id lineprofiler generated for a process with nothing to inherit
+   (``20261203T1731-a1b2c3``) claims nothing. Any other id (explicit ``LINEPROFILER_RUN_ID``,
+   Slurm, torchrun, MPI) is a claim: workers of concurrent but different claims are separate
+   attempts that *overlapped* (named as such); the unclaimed workers among them go with the
+   claim they share the most time with.
+5. **Reruns.** Attempts one after the other under one id are ``ID``, ``ID~2``, ... (oldest
+   first), never summed.
+6. **Launches merged.** An attempt whose first processes (those no worker started) came from
+   different parent processes on one host, share no run id and run one program (``argv[0]``)
+   looks like one program launched twice; it stays one attempt and the merge names it
+   (``merged_launches``). (Different programs from different parents, such as a Ray driver and
+   the actors its raylet started, are one run's parts.)
 
-Unreadable files have no lifetime: one goes with the attempt its file name's run id and its
-modification time fit, else it stands alone.
+Unreadable files have no lifetime: one goes with the attempt of its own process (its name's run
+id and pid), else the one its modification time falls in, else the newest that started before
+it, else its name's run id's newest, else it stands alone.
+
+Each attempt carries ``why``: the evidence that grouped its files, in words.
 """
 
 from __future__ import annotations
@@ -38,6 +49,10 @@ from lineprofiler.runfile.worker_doc import Worker
 # The shape of an id new_run_id() generates (accounting._identity): UTC minute and 6 hex digits.
 _GENERATED_ID = re.compile(r"^\d{8}T\d{4}-[0-9a-f]{6}$")
 _SLACK_S = 1.0  # clock resolution between a file's mtime and the times written inside it
+# A process's own start is known to a clock tick (10 ms) and its boot's clock from the files
+# (report.fates); a launch this close after a sibling's end is still "while it was alive".
+_LAUNCH_SLACK_S = 0.02
+_MAX_LAUNCHES_COMPARED = 64  # parents of one program on one host compared pairwise
 
 
 def is_claim(run_id: str) -> bool:
@@ -46,10 +61,20 @@ def is_claim(run_id: str) -> bool:
 
 
 def worker_end(w: Worker) -> float:
-    """The end of a worker's lifetime (Unix s): final write, else last write + one interval."""
-    if w.final:
+    """The end of a worker's lifetime (Unix s): its final write; its last write when its process
+    is known to have ended without one; else its last write plus one snapshot interval."""
+    if w.final or w.ended_unclosed:
         return w.written_at
     return w.written_at + (w.snapshot_interval_s or 0.0)
+
+
+def name_agrees(w: Worker) -> bool:
+    """Whether a file's name and directory are the ones its writer gave it
+    (``workers/<host_dir>/w_<run_id>_<pid>_<uuid>.json``)."""
+    parts = w.path.replace("\\", "/").split("/")
+    if parts[-1] != f"w_{w.run_id}_{w.pid}_{w.uuid}.json":
+        return False
+    return w.host_dir is None or (len(parts) >= 2 and parts[-2] == w.host_dir)
 
 
 @dataclass
@@ -59,6 +84,8 @@ class UnreadableFile:
     entry: Unreadable
     run_id: str  # from the file name ("" when the name has none)
     mtime: float | None
+    pid: int | None = None  # from the file name
+    size: int | None = None
 
 
 @dataclass
@@ -69,6 +96,9 @@ class AttemptGroup:
     workers: list[Worker] = field(default_factory=list)
     unreadable: list[Unreadable] = field(default_factory=list)
     concurrent: list[AttemptGroup] = field(default_factory=list, repr=False)  # other ids
+    why: list[str] = field(default_factory=list)  # the evidence that grouped its files
+    # Separate launches merged into it: per (host, parent pid), its first processes
+    launches: list[tuple[str, int, list[Worker]]] = field(default_factory=list, repr=False)
     _start: float | None = None
     _end: float | None = None
 
@@ -102,6 +132,7 @@ class Grouping:
 
     attempts: list[AttemptGroup]
     duplicates: list[tuple[str, str]]  # (skipped file, the file it duplicates)
+    misplaced: list[str] = field(default_factory=list)  # skipped: name/directory disagree
 
     def newest(self) -> AttemptGroup | None:
         """The attempt that started last and has a readable worker."""
@@ -116,45 +147,60 @@ class Grouping:
 
 
 def group_attempts(workers: list[Worker], unreadable: list[UnreadableFile]) -> Grouping:
-    """Splits a run directory's workers into attempts (see the module's rules)."""
-    kept, duplicates = _drop_duplicates(workers)
-    clusters = _clusters(kept)
+    """Splits a run directory's workers into attempts (see the module's rules). The workers'
+    fates (``report.fates.settle_fates``) are settled first."""
+    kept, duplicates, misplaced = _drop_duplicates(workers)
     groups: list[AttemptGroup] = []
-    for cluster in clusters:
-        groups.extend(_split_by_claims(cluster))
-    spans = [(g, g.start_time, g.end_time, set(g.run_ids)) for g in groups]
+    for cluster, reasons in _clusters(kept):
+        groups.extend(_split_by_claims(cluster, reasons))
+    for g in groups:
+        _note_launches(g)
+    processes = {(w.run_id, w.pid): g for g in groups for w in g.workers}
     for u in unreadable:
-        home = _home_of(u, spans)
+        home = _home_of(u, groups, processes)
         if home is None:
             home = AttemptGroup(u.run_id or "(unnamed)", _start=u.mtime, _end=u.mtime)
+            home.why.append("unreadable files only, placed by their names and times")
             groups.append(home)
-            spans.append((home, u.mtime, u.mtime, set()))
+        elif not any("unreadable" in r for r in home.why):
+            home.why.append("unreadable files placed by their names and modification times")
         home.unreadable.append(u.entry)
     groups.sort(key=lambda g: (g.start_time or 0.0, g.id))
     _name(groups)
-    return Grouping(groups, duplicates)
+    _note_reruns(groups)
+    return Grouping(groups, duplicates, misplaced)
 
 
-def _drop_duplicates(workers: list[Worker]) -> tuple[list[Worker], list[tuple[str, str]]]:
+def _drop_duplicates(
+    workers: list[Worker],
+) -> tuple[list[Worker], list[tuple[str, str]], list[str]]:
+    """One file per (host, pid, uuid): the one whose name and directory agree with its contents
+    (the earliest written among them), so a planted copy never replaces the real file."""
+    order = sorted(workers, key=lambda w: (not name_agrees(w), w.written_at, w.path))
     seen: dict[tuple[str, int, str], Worker] = {}
     kept: list[Worker] = []
     duplicates: list[tuple[str, str]] = []
-    for w in sorted(workers, key=lambda w: (w.written_at, w.path)):
+    misplaced: list[str] = []
+    for w in order:
         key = (w.host, w.pid, w.uuid)
         first = seen.get(key) if w.uuid else None
         if first is not None:
             duplicates.append((w.path, first.path))
+            if not name_agrees(w):
+                misplaced.append(w.path)
             continue
         seen[key] = w
         kept.append(w)
-    return kept, duplicates
+    kept.sort(key=lambda w: w.path)
+    return kept, sorted(duplicates), sorted(misplaced)
 
 
 class _Sets:
-    """Union-find over indices."""
+    """Union-find over indices, remembering why each pair was joined."""
 
     def __init__(self, n: int) -> None:
         self.parent = list(range(n))
+        self.edges: list[tuple[int, str]] = []  # (an index, the reason it was joined)
 
     def find(self, i: int) -> int:
         while self.parent[i] != i:
@@ -162,20 +208,31 @@ class _Sets:
             i = self.parent[i]
         return i
 
-    def union(self, a: int, b: int) -> None:
+    def union(self, a: int, b: int, reason: str) -> None:
         ra, rb = self.find(a), self.find(b)
+        if a != b:  # every piece of evidence is kept, also for files already joined
+            self.edges.append((a, reason))
         if ra != rb:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
-def _clusters(workers: list[Worker]) -> list[list[Worker]]:
-    """Workers joined by transitive lifetime overlap and by parent links."""
+# The reasons files are joined, as ``attempts`` prints them
+OVERLAP = "lifetimes overlap"
+PARENT = "child of a worker"
+SAME_PROCESS = "one process, several profilers"
+TOGETHER = "launched together by one parent process"
+LAUNCHER = "one claimed id and one parent process (files without a process start)"
+
+
+def _clusters(workers: list[Worker]) -> list[tuple[list[Worker], dict[str, int]]]:
+    """Workers joined by transitive lifetime overlap, parent links and one process; with how
+    many joins each reason made."""
     ws = sorted(workers, key=lambda w: (w.start_time, w.path))
     sets = _Sets(len(ws))
     reach = -1.0
     for i, w in enumerate(ws):
         if i and w.start_time <= reach:
-            sets.union(i - 1, i)
+            sets.union(i - 1, i, OVERLAP)
         reach = max(reach, worker_end(w))
     by_pid: dict[tuple[str, int], list[int]] = defaultdict(list)
     for i, w in enumerate(ws):
@@ -183,38 +240,113 @@ def _clusters(workers: list[Worker]) -> list[list[Worker]]:
     for i, w in enumerate(ws):
         for j in by_pid.get((w.host, w.ppid), []) if w.ppid else []:
             parent = ws[j]
-            alive = not parent.final or parent.written_at + _SLACK_S >= w.start_time
+            alive = worker_end(parent) + _SLACK_S >= w.start_time
             if j != i and parent.start_time <= w.start_time + _SLACK_S and alive:
-                sets.union(i, j)
-    siblings: dict[tuple[str, str, int], int] = {}
-    same_process: dict[tuple[str, str, int], int] = {}
+                sets.union(i, j, PARENT)
+    same_process: dict[tuple[str, int, str], int] = {}
+    siblings: dict[tuple[str, int], list[int]] = defaultdict(list)
+    old_siblings: dict[tuple[str, str, int], int] = {}
     for i, w in enumerate(ws):
-        # profilers one after the other in one process, into one directory, under one id
-        sets.union(i, same_process.setdefault((w.run_id, w.host, w.pid), i))
-        # ranks a launcher started: one claimed id, one parent process
-        if w.ppid and is_claim(w.run_id):
-            sets.union(i, siblings.setdefault((w.run_id, w.host, w.ppid), i))
+        # profilers one after the other in one process (a pid reused is another process)
+        key = (w.host, w.pid, w.process_start or "id:" + w.run_id)
+        sets.union(i, same_process.setdefault(key, i), SAME_PROCESS)
+        if w.ppid and w.launched_at is not None:
+            siblings[(w.host, w.ppid)].append(i)
+        elif w.ppid and is_claim(w.run_id):  # older files: one claimed id, one parent
+            sets.union(i, old_siblings.setdefault((w.run_id, w.host, w.ppid), i), LAUNCHER)
+    for members in siblings.values():
+        # processes one parent launched while another it launched was still alive: one launch
+        # (a rank whose profiler started after a quick sibling's ended), where a second launch
+        # after every process of the first had ended is not
+        members.sort(key=lambda i: ws[i].launched_at or 0.0)
+        alive_until = -1.0
+        for k, i in enumerate(members):
+            launched = ws[i].launched_at or 0.0
+            if k and launched <= alive_until + _LAUNCH_SLACK_S:
+                sets.union(members[k - 1], i, TOGETHER)
+            alive_until = max(alive_until, worker_end(ws[i]))
     out: dict[int, list[Worker]] = defaultdict(list)
     for i, w in enumerate(ws):
         out[sets.find(i)].append(w)
-    return list(out.values())
+    reasons: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for i, reason in sets.edges:
+        reasons[sets.find(i)][reason] += 1
+    return [(members, dict(reasons[root])) for root, members in out.items()]
 
 
-def _split_by_claims(cluster: list[Worker]) -> list[AttemptGroup]:
+def _why(workers: list[Worker], reasons: dict[str, int]) -> list[str]:
+    out = [f"{len(workers)} file(s)"]
+    for reason in (OVERLAP, TOGETHER, PARENT, SAME_PROCESS, LAUNCHER):
+        if reasons.get(reason):
+            out.append(reason)
+    if len(workers) == 1:
+        out.append("ran alone")
+    return out
+
+
+def _split_by_claims(cluster: list[Worker], reasons: dict[str, int]) -> list[AttemptGroup]:
     """One concurrent cluster: one attempt, or one per claimed id when ids disagree."""
     claims = sorted({w.run_id for w in cluster if is_claim(w.run_id)})
     if len(claims) <= 1:
-        return [AttemptGroup(claims[0] if claims else _common_id(cluster), list(cluster))]
+        g = AttemptGroup(claims[0] if claims else _common_id(cluster), list(cluster))
+        g.why = _why(cluster, reasons)
+        g.why.append(f"claimed id {claims[0]}" if claims else "no claimed id (generated ids)")
+        return [g]
     groups: list[AttemptGroup] = []
     for claim in claims:  # a claim's own workers, split again by their own overlap
-        for part in _clusters([w for w in cluster if w.run_id == claim]):
-            groups.append(AttemptGroup(claim, part))
+        for part, part_reasons in _clusters([w for w in cluster if w.run_id == claim]):
+            g = AttemptGroup(claim, part)
+            g.why = _why(part, part_reasons) + [f"claimed id {claim}, apart from other claims"]
+            groups.append(g)
     for w in cluster:
         if not is_claim(w.run_id):
-            max(groups, key=lambda g: (_shared_s(w, g), g.start_time or 0.0)).workers.append(w)
+            home = max(groups, key=lambda g: (_shared_s(w, g), g.start_time or 0.0))
+            home.workers.append(w)
+            note = "unclaimed workers joined the claim they shared most time with"
+            if note not in home.why:
+                home.why.append(note)
     for g in groups:
         g.concurrent = [o for o in groups if o is not g and o.id != g.id]
     return groups
+
+
+def _note_launches(g: AttemptGroup) -> None:
+    """Names the launcher of an attempt's first processes (those no worker of it started), and
+    records separate launches merged into it: on one host, first processes of different parent
+    processes that share no run id but run one program (``argv[0]``: one script started twice,
+    arguments aside)."""
+    processes = {(w.host, w.pid) for w in g.workers}
+    roots: dict[tuple[str, int], list[Worker]] = defaultdict(list)
+    for w in g.workers:
+        if w.ppid and (w.host, w.ppid) not in processes:
+            roots[(w.host, w.ppid)].append(w)
+    if len(roots) == 1:
+        [(host, ppid)] = roots
+        g.why.append(f"launched by pid {ppid} on {host}")
+        return
+    if roots:
+        g.why.append(f"launched by {len(roots)} parent processes")
+    by_host: dict[str, list[tuple[int, list[Worker]]]] = defaultdict(list)
+    for (host, ppid), ws in roots.items():
+        by_host[host].append((ppid, ws))
+    separate: set[tuple[str, int]] = set()
+    for host, launches in by_host.items():
+        by_program: dict[str, list[tuple[int, set[str]]]] = defaultdict(list)
+        for ppid, ws in launches:
+            for program in {w.argv[0] for w in ws if w.argv}:
+                by_program[program].append((ppid, {w.run_id for w in ws}))
+        for same in by_program.values():
+            for i, (pa, ids_a) in enumerate(same[:_MAX_LAUNCHES_COMPARED]):
+                for pb, ids_b in same[i + 1 : _MAX_LAUNCHES_COMPARED]:
+                    if not ids_a & ids_b:
+                        separate |= {(host, pa), (host, pb)}
+    for host, ppid in sorted(separate):
+        g.launches.append((host, ppid, roots[(host, ppid)]))
+    if g.launches:
+        parents = ", ".join(f"pid {p} on {h}" for h, p, _ in g.launches)
+        g.why.append(
+            f"separate launches by time only (one program from parents {parents}, no shared id)"
+        )
 
 
 def _shared_s(w: Worker, g: AttemptGroup) -> float:
@@ -233,20 +365,29 @@ def _common_id(ws: list[Worker]) -> str:
     return max(counts, key=lambda rid: (counts[rid], -first[rid])) or "(unnamed)"
 
 
-_Span = tuple[AttemptGroup, "float | None", "float | None", set[str]]
-
-
-def _home_of(u: UnreadableFile, spans: list[_Span]) -> AttemptGroup | None:
-    """The attempt an unreadable file belongs to: one its mtime falls in (one of its name's run
-    id first), else the newest of its name's run id, else none."""
-    named = [s for s in spans if u.run_id and u.run_id in s[3]]
+def _home_of(
+    u: UnreadableFile,
+    groups: list[AttemptGroup],
+    processes: dict[tuple[str, int], AttemptGroup],
+) -> AttemptGroup | None:
+    """The attempt an unreadable file belongs to (see the module's rules)."""
+    if u.run_id and u.pid is not None:
+        own = processes.get((u.run_id, u.pid))
+        if own is not None:
+            return own
+    named = [g for g in groups if u.run_id and u.run_id in g.run_ids]
     if u.mtime is not None:
-        for g, start, end, _ in named + [s for s in spans if s not in named]:
+        for g in named + [g for g in groups if g not in named]:
+            start, end = g.start_time, g.end_time
             if start is not None and end is not None:
                 if start - _SLACK_S <= u.mtime <= end + _SLACK_S:
                     return g
+        for pool in (named, groups):
+            before = [g for g in pool if g.workers and (g.start_time or 0.0) <= u.mtime]
+            if before:
+                return max(before, key=lambda g: g.start_time or 0.0)
     if named:
-        return max(named, key=lambda s: s[1] or 0.0)[0]
+        return max(named, key=lambda g: g.start_time or 0.0)
     return None
 
 
@@ -257,6 +398,16 @@ def _name(groups: list[AttemptGroup]) -> None:
         seen[g.id] += 1
         if seen[g.id] > 1:
             g.id = f"{g.id}~{seen[g.id]}"
+
+
+def _note_reruns(groups: list[AttemptGroup]) -> None:
+    """Says, for each attempt after the first, why it is not part of the one before."""
+    for prev, g in zip(groups, groups[1:], strict=False):
+        if g in prev.concurrent or prev.end_time is None or not g.workers:
+            continue
+        ended = [w for w in prev.workers if w.ended_unclosed]
+        how = " (some ended without a final write: pid gone)" if ended else ""
+        g.why.append(f"started after every process of {prev.id} had ended{how}")
 
 
 def duplicate_ranks(workers: list[Worker]) -> list[tuple[Worker, Worker]]:

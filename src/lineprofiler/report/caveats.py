@@ -7,7 +7,7 @@ The resource blocks add their own (``report.resources``); ``merge_run`` puts bot
 from __future__ import annotations
 
 from lineprofiler.report.attempts import duplicate_ranks
-from lineprofiler.report.model import Caveat, MergedRun
+from lineprofiler.report.model import Caveat, MergedRun, Worker
 from lineprofiler.report.units import fmt_duration, fmt_utc
 
 _LIST_LIMIT = 10
@@ -40,6 +40,18 @@ def run_caveats(run: MergedRun) -> list[Caveat]:
                 f"{len(nothing)} worker(s) started, recorded nothing: "
                 + _listing([f"{w.role} {w.label}" for w in nothing]),
                 [w.path for w in nothing],
+            )
+        )
+    ended = [w for w in run.workers if w.ended_unclosed]
+    if ended:
+        out.append(
+            Caveat(
+                "ended_without_final_write",
+                f"{len(ended)} worker(s) ended without a final write (killed, or exited through "
+                "os._exit): their numbers stop at their last write, and they are left out of "
+                "imbalance, busiest and stragglers: "
+                + _listing([_ended_label(w) for w in ended], sep="; "),
+                [w.path for w in ended],
             )
         )
     pending = [w for w in run.workers if w.next_write_s is not None]
@@ -172,18 +184,58 @@ def run_caveats(run: MergedRun) -> list[Caveat]:
     return out
 
 
+def _ended_label(w: Worker) -> str:
+    """``trainer pid 123 (node07), last write 12:00:01.250 UTC, up to 28.7 s unaccounted``."""
+    last = fmt_utc(w.written_at)
+    lost = (
+        f", up to {fmt_duration(int(w.unaccounted_s * 1e9))} after it unaccounted"
+        if w.unaccounted_s is not None
+        else ""
+    )
+    return f"{w.role} pid {w.pid} ({w.host}), last write {last}{lost}"
+
+
 def _attempt_caveats(run: MergedRun) -> list[Caveat]:
     """Copied files skipped, ranks claimed twice, and the attempts not merged (reruns and
     concurrent runs under other ids)."""
     out: list[Caveat] = []
     if run.duplicates:
+        misplaced = set(run.misplaced)
+
+        def dup(skipped: str, first: str) -> str:
+            why = (
+                "; its name or directory disagrees with its contents"
+                if skipped in misplaced
+                else ""
+            )
+            return f"{skipped} (a copy of {first}{why})"
+
         out.append(
             Caveat(
                 "duplicate_file",
                 f"{len(run.duplicates)} worker file(s) repeat a process already read (same host, "
                 "pid and uuid: a copy) and are skipped: "
-                + _listing([f"{skipped} (a copy of {first})" for skipped, first in run.duplicates]),
+                + _listing([dup(skipped, first) for skipped, first in run.duplicates]),
                 [skipped for skipped, _ in run.duplicates],
+            )
+        )
+    if run.launches:
+        parts = [
+            f"parent pid {ppid} on {host}: "
+            + ", ".join(f"{w.role} pid {w.pid}" for w in ws[:4])
+            + (f" and {len(ws) - 4} more" if len(ws) > 4 else "")
+            for host, ppid, ws in run.launches
+        ]
+        out.append(
+            Caveat(
+                "merged_launches",
+                f"{len(run.launches)} launches that look separate (one program started by "
+                "different parent processes, no shared run id) ran at the same time and are "
+                "merged here as one run: "
+                + _listing(parts, sep="; ")
+                + ". If they are separate runs, give each its own run_dir or "
+                "LINEPROFILER_RUN_ID",
+                sorted(w.path for _, _, ws in run.launches for w in ws),
             )
         )
     pairs = duplicate_ranks(run.workers)
@@ -209,6 +261,17 @@ def _attempt_caveats(run: MergedRun) -> list[Caveat]:
     for a in run.superseded:
         when = f", started {fmt_utc(a.start_time)}" if a.start_time is not None else ""
         what = f"{a.workers} worker file(s){when}"
+        if a.workers and a.unreadable == a.workers:  # nothing of it to place it by but names
+            when = f", last modified {fmt_utc(a.end_time)}" if a.end_time is not None else ""
+            out.append(
+                Caveat(
+                    "superseded_attempt",
+                    f"attempt {a.run_id} ({a.workers} unreadable worker file(s){when}) is not "
+                    "merged: none of its files could be read, and neither their names nor their "
+                    "times place them in this run",
+                )
+            )
+            continue
         concurrent = start is not None and any(a.run_id in r.overlapped for r in reported)
         if concurrent:
             out.append(
@@ -219,11 +282,17 @@ def _attempt_caveats(run: MergedRun) -> list[Caveat]:
                 )
             )
         elif start is not None and a.start_time is not None and a.start_time > start:
+            asked = run.attempt_asked is not None
             out.append(
                 Caveat(
                     "later_attempt",
-                    f"a later attempt {a.run_id} ({what}) is not merged; this report is the "
-                    "one asked for",
+                    f"a later attempt {a.run_id} ({what}) is not merged; "
+                    + (
+                        "this report is the one asked for"
+                        if asked
+                        else "it has no readable worker file, so this report is the newest "
+                        "attempt that has one"
+                    ),
                 )
             )
         else:

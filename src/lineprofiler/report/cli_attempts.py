@@ -1,7 +1,10 @@
 """``lineprofiler attempts DIR [--json]``: the attempts of a run directory, oldest first.
 
 One line per attempt: its id (what ``report --attempt`` takes), start, end, processes and roles,
-and which one ``report`` shows by default. Exit status as ``report``'s.
+and which one ``report`` shows by default; under it, indented, why its files were grouped (the
+evidence: overlapping lifetimes, a parent, one process, a claimed id, the launching process, and
+for a later attempt why it is not part of the one before). ``--json`` has the same as ``why``.
+Exit status as ``report``'s.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ def render(attempts: list[Attempt]) -> str:
         mark = "  (reported)" if a.reported else ""
         over = f"  (overlapped {', '.join(a.overlapped)})" if a.overlapped else ""
         lines.append(f"{a.run_id:<34}{start:<22}{end:<22}{a.workers:>6}  {roles}{mark}{over}")
-    # every line through terminal_safe: ids and roles are the worker files' own text
+        if a.why:
+            lines.append(f"    why: {'; '.join(a.why)}")
+    # every line through terminal_safe: ids, roles and reasons are the worker files' own text
     return "\n".join(terminal_safe(line) for line in lines) + "\n"
 
 

@@ -138,6 +138,8 @@ def worker_doc(w: Worker) -> dict[str, Any]:
         "folded_entries": w.folded_entries,
         "depth_overflow": w.depth_overflow,
         "next_write_s": w.next_write_s,
+        "ended_without_final_write": w.ended_unclosed,
+        "unaccounted_s": None if w.unaccounted_s is None else round(w.unaccounted_s, 3),
     }
 
 
@@ -151,6 +153,8 @@ def attempt_doc(a: Attempt) -> dict[str, Any]:
         "roles": a.roles,
         "overlapped": a.overlapped,
         "reported": a.reported,
+        "unreadable": a.unreadable,
+        "why": a.why,
     }
 
 

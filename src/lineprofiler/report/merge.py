@@ -19,11 +19,12 @@ from pathlib import Path
 from lineprofiler.report import resources
 from lineprofiler.report.attempts import AttemptGroup, UnreadableFile, group_attempts
 from lineprofiler.report.caveats import run_caveats
+from lineprofiler.report.fates import settle_fates
 from lineprofiler.report.fold import Folded, Partial, fold_files
 from lineprofiler.report.model import Attempt, MergedPhase, MergedRun, Path_, Role, Unreadable
 from lineprofiler.report.parallel import fold_run
 from lineprofiler.report.reduce import load_host
-from lineprofiler.runfile.layout import WORKERS_DIR, worker_files
+from lineprofiler.runfile.layout import WORKERS_DIR, pid_from_name, run_id_from_name, worker_files
 from lineprofiler.runfile.summary import SUMMARIES_DIR
 from lineprofiler.runfile.worker_doc import Worker
 
@@ -113,6 +114,7 @@ def merge_run(
     unreadable = [
         _unreadable(root / u.path, u, key) for key, us in folded.unreadable.items() for u in us
     ]
+    settle_fates(workers)
     grouping = group_attempts(workers, unreadable)
     chosen = grouping.newest() if attempt in (None, ALL) else grouping.find(attempt)
     if attempt is not None and attempt != ALL and chosen is None:
@@ -136,6 +138,7 @@ def merge_run(
             fw.worker.path,
         ),
     )
+    _keep_fates(workers, [fw.worker for fw in folded_workers])
     roles: dict[str, Role] = {}
     for fw in folded_workers:
         w = fw.worker
@@ -163,6 +166,9 @@ def merge_run(
         unreadable=sorted([u for a in merged for u in a.unreadable], key=lambda u: u.path),
         with_samples=with_samples,
         duplicates=grouping.duplicates,
+        misplaced=grouping.misplaced,
+        launches=[] if attempt == ALL else chosen.launches,
+        attempt_asked=attempt,
     )
     run.attempts = [attempt_entry(a, a in merged) for a in grouping.attempts]
     run.superseded = [a for a in run.attempts if not a.reported]
@@ -176,6 +182,16 @@ def merge_run(
     _mark_stale(run)
     run.caveats = run_caveats(run) + (run.samples.caveats if run.samples else [])
     return run
+
+
+def _keep_fates(settled: list[Worker], merged: list[Worker]) -> None:
+    """The fates settled over every file, on the workers of the chosen attempt (which may have
+    been read again: an id shared by two attempts)."""
+    by_path = {w.path: w for w in settled}
+    for w in merged:
+        was = by_path.get(w.path)
+        if was is not None and was is not w:
+            w.launched_at, w.fate, w.unaccounted_s = was.launched_at, was.fate, was.unaccounted_s
 
 
 def _count_processes_per_path(role: Role) -> None:
@@ -244,17 +260,34 @@ def _attempt_partial(root: Path, folded: Folded, chosen: set[int], with_samples:
 
 
 def _unreadable(f: Path, entry: Unreadable, name_id: str) -> UnreadableFile:
+    """What can be known of an unreadable file: its name's run id and pid, its mtime and size."""
     try:
-        mtime: float | None = f.stat().st_mtime
+        st = f.lstat()
+        mtime: float | None = st.st_mtime
+        size: int | None = st.st_size
     except OSError:
-        mtime = None
-    return UnreadableFile(entry, name_id, mtime)
+        mtime = size = None
+    return UnreadableFile(
+        entry, name_id or run_id_from_name(f.name) or "", mtime, pid_from_name(f.name), size
+    )
 
 
 def attempt_entry(a: AttemptGroup, reported: bool) -> Attempt:
-    """An attempt as the run lists it."""
+    """An attempt as the run lists it: its end never later than the moment it is read (a live
+    process's lifetime reaches one snapshot interval past its last write)."""
     n = len(a.workers) + len(a.unreadable)
-    return Attempt(a.id, n, a.start_time, a.end_time, a.roles(), a.overlapped, reported)
+    end = a.end_time
+    return Attempt(
+        a.id,
+        n,
+        a.start_time,
+        None if end is None else min(end, max(time.time(), a.start_time or 0.0)),
+        a.roles(),
+        a.overlapped,
+        reported,
+        list(a.why),
+        len(a.unreadable),
+    )
 
 
 def stale_after_s(w: Worker) -> float:
@@ -271,12 +304,12 @@ def _mark_stale(run: MergedRun, now: float | None = None) -> None:
     now = time.time() if now is None else now
     for w in run.workers:
         behind = newest - w.written_at
-        if not w.final and behind > stale_after_s(w):
+        if not w.final and not w.ended_unclosed and behind > stale_after_s(w):
             w.stale_s = behind
     if any(w.final for w in run.workers):
         return
     here = os.uname().nodename
-    alive = [w for w in run.workers if not _gone(w, here)]
+    alive = [w for w in run.workers if not w.ended_unclosed and not _gone(w, here)]
     since = max(0.0, now - newest)
     if alive and since <= max(stale_after_s(w) for w in alive):
         run.live_s = since

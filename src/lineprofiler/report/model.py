@@ -90,12 +90,26 @@ class Role:
         """Distinct processes (host, pid, process start), not worker files."""
         return len({w.process_key for w in self.workers})
 
+    def complete_groups(self) -> list[list[int]]:
+        """``process_groups()`` less the processes known to have ended without a final write
+        (killed, or ``os._exit``): their files miss an unknown part of their work, so they are
+        left out of imbalance, busiest and the straggler view (the caveat says so)."""
+        return [
+            g for g in self.process_groups() if not any(self.workers[i].ended_unclosed for i in g)
+        ]
+
+    @property
+    def left_out(self) -> int:
+        """Processes left out of imbalance, busiest and stragglers (ended without a final
+        write)."""
+        return len(self.process_groups()) - len(self.complete_groups())
+
     def process_busy_ns(self) -> list[tuple[Worker, int]]:
-        """Each process's busy time (its files' top-level phases summed), with its first file's
-        worker as the one that names it."""
+        """Each complete process's busy time (its files' top-level phases summed), with its
+        first file's worker as the one that names it."""
         return [
             (self.workers[g[0]], sum(self.workers[i].busy_ns for i in g))
-            for g in self.process_groups()
+            for g in self.complete_groups()
         ]
 
     def process_time_ns(self, group: list[int], path: Path_) -> int:
@@ -115,9 +129,10 @@ class Role:
 
     @property
     def imbalance(self) -> float | None:
-        """Max over mean of the processes' busy time (1.00: perfectly even); None if all idle."""
+        """Max over mean of the processes' busy time (1.00: perfectly even); None if all idle, or
+        when processes that ended without a final write leave fewer than two to compare."""
         busy = [b for _, b in self.process_busy_ns()]
-        if not busy:
+        if not busy or (len(busy) < 2 and self.left_out):
             return None
         mean = statistics.fmean(busy)
         return max(busy) / mean if mean > 0 else None
@@ -144,6 +159,8 @@ class Attempt:
     roles: dict[str, int] = field(default_factory=dict)
     overlapped: list[str] = field(default_factory=list)
     reported: bool = False
+    why: list[str] = field(default_factory=list)  # the evidence that grouped its files, in words
+    unreadable: int = 0  # of ``workers``, the files that could not be read
 
 
 @dataclass
@@ -159,6 +176,10 @@ class MergedRun:
     superseded: list[Attempt] = field(default_factory=list)  # the other attempts, not merged
     attempts: list[Attempt] = field(default_factory=list)  # every attempt, oldest first
     duplicates: list[tuple[str, str]] = field(default_factory=list)  # (skipped, duplicated)
+    misplaced: list[str] = field(default_factory=list)  # skipped files whose name/dir disagree
+    # Separate launches merged into the reported attempt: (host, parent pid, its workers)
+    launches: list[tuple[str, int, list[Worker]]] = field(default_factory=list, repr=False)
+    attempt_asked: str | None = None  # merge_run(attempt=...): what the caller asked for
     caveats: list[Caveat] = field(default_factory=list)
     with_samples: bool = True
     # The reduced resource samples (I/O, memory, GPU blocks); None without samples.

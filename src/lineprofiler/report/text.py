@@ -106,6 +106,8 @@ def role_lines(rv: RoleView) -> list[str]:
     busiest = role.busiest
     if busiest is not None and role.processes > 1:
         imbalance += f", busiest {busiest.label}"
+    if role.left_out:
+        imbalance += f"; {role.left_out} left out: no final write"
     out = [
         f"{role.name.upper()}  ({_plural(role.processes, 'process', 'processes')}, "
         f"imbalance {imbalance})",

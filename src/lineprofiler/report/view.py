@@ -15,7 +15,8 @@ Definitions (documented for users in docs/report-json.md):
 - ``mean_ns`` = wall / calls of completed entries; a row of sampled entries is ``estimated`` and
   its ``label`` starts with ``~``;
 - ``imbalance`` = max over mean of the role's processes' busy time (sum of each process's
-  top-level phases); 1.00 is perfectly even;
+  top-level phases); 1.00 is perfectly even; a process that ended without a final write is left
+  out of it, of ``busiest`` and of the straggler view (its file misses an unknown part);
 - dominant phases = the ``top`` phases with the most self time, plus phases carrying counters;
 - the straggler view: for the role's first ``STRAGGLER_PHASES`` dominant phases, each process's
   time in that phase, the slowest against the median.
@@ -240,13 +241,13 @@ def role_view(role: Role, top: int = DEFAULT_TOP, iteration: str | None = None) 
         dominant.append(rows[()])
     iterations = _iteration_row(rows, iteration)
     stragglers = []
-    if role.processes > 1:
+    complete = role.complete_groups()  # a process that ended without a final write: left out
+    if len(complete) > 1:
         for r in dominant[:STRAGGLER_PHASES]:
             if not r.path:
                 continue
             times = [
-                WorkerTime(role.workers[g[0]], role.process_time_ns(g, r.path))
-                for g in role.process_groups()
+                WorkerTime(role.workers[g[0]], role.process_time_ns(g, r.path)) for g in complete
             ]
             times.sort(key=lambda t: (-t.time_ns, t.worker.path))
             stragglers.append(Straggler(r.path, times))

@@ -48,6 +48,13 @@ def run_id_from_name(name: str) -> str | None:
     return parts[0] if len(parts) == 3 and parts[0] else None
 
 
+def pid_from_name(name: str) -> int | None:
+    """The pid in a worker file's name ``w_<run_id>_<pid>_<uuid8>.json``, or None."""
+    stem = name[2:-5] if name.startswith("w_") and name.endswith(".json") else ""
+    parts = stem.rsplit("_", 2)
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
+
+
 def samples_path(worker_file: Path) -> Path:
     """The sampler's row file beside a worker file."""
     return worker_file.with_suffix(SAMPLES_SUFFIX)

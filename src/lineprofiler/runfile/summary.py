@@ -87,6 +87,8 @@ class WorkerSum(msgspec.Struct, gc=False):
     ppid: Ns | None = None
     process_name: str | None = None
     process_start: str | None = None
+    host_dir: str | None = None
+    argv: list[str] | None = None
     samples: Any = None
 
 

@@ -97,6 +97,8 @@ class _Meta(msgspec.Struct):
     ppid: Annotated[int, msgspec.Meta(ge=0, le=2**31)] | None = None
     process_name: str | None = None
     process_start: Any = None  # "<boot id>:<ticks since boot>": the process's own start
+    host_dir: Any = None  # the directory under workers/ the writer chose for its host
+    argv: Any = None  # the process's first arguments, secrets masked
 
 
 class _Clock(msgspec.Struct):
@@ -186,6 +188,16 @@ class Worker:
     process_name: str | None = None  # multiprocessing's name, or "loader worker N" (torch)
     # The process's own start ("<boot id>:<ticks since boot>"); None in files that predate it
     process_start: str | None = None
+    host_dir: str | None = None  # the writer's directory under workers/ (None in older files)
+    argv: list[str] | None = None  # the process's command line (first 8, secrets masked)
+    # Set by the reader (report.fates) from evidence about the process, not from the file:
+    launched_at: float | None = None  # the process's own start, Unix s (estimated), if known
+    # "alive", "gone" (no such pid on its host), "pid reused" (the pid is another process's now),
+    # or "" (cannot tell: another host or boot, or a file without its process start)
+    fate: str = ""
+    # A process that ended without a final write: at most this much wall time after its last
+    # write is not in its file (None: not such a process)
+    unaccounted_s: float | None = None
 
     @property
     def process_key(self) -> tuple[str, int, str]:
@@ -195,10 +207,22 @@ class Worker:
         return (self.host, self.pid, self.process_start or "file:" + self.path)
 
     @property
+    def ended_unclosed(self) -> bool:
+        """The process is known to have ended (on its host, its pid is gone or reused) without a
+        final write: killed, or exited through ``os._exit``. What it did after its last write is
+        not in its file."""
+        return not self.final and self.fate in ("gone", "pid reused")
+
+    @property
     def recorded_nothing(self) -> bool:
-        """The file holds no phase and no counter, and the process never closed (killed before
-        its first phase, or still starting)."""
-        return self.paths == 0 and not self.final and self.next_write_s is None
+        """The file holds no phase and no counter, and the process never closed, nor is known to
+        have ended (still starting, or on a host the reader cannot check)."""
+        return (
+            self.paths == 0
+            and not self.final
+            and self.next_write_s is None
+            and not self.ended_unclosed
+        )
 
     @property
     def idle(self) -> bool:
@@ -292,6 +316,13 @@ def _num(value: Any, what: str) -> float:
     return float(value)
 
 
+def _argv(value: Any) -> list[str] | None:
+    """``meta.argv`` when it is a list of strings (at most 8 of at most 4,096 characters)."""
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        return None
+    return [a[:4096] for a in value[:8]]
+
+
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -344,6 +375,8 @@ def read_worker(doc: WorkerDoc, rel: str, file: str = "") -> tuple[Worker, list[
         ppid=meta.ppid,
         process_name=meta.process_name,
         process_start=_process_start(meta.process_start),
+        host_dir=meta.host_dir if isinstance(meta.host_dir, str) else None,
+        argv=_argv(meta.argv),
     )
     records, w.folded_entries, w.depth_overflow = _records(doc, thread_names, w.lifetime_ns)
     w.out_of_order_exits = sum(t.out_of_order_exits for t in doc.threads)
