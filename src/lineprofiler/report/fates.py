@@ -26,6 +26,7 @@ import os
 import time
 from collections import defaultdict
 
+from lineprofiler.runfile.safe_read import read_kernel_text
 from lineprofiler.runfile.worker_doc import Worker
 
 _BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
@@ -51,8 +52,7 @@ def _split_start(process_start: str | None) -> tuple[str, int] | None:
 def reader_boot_id() -> str:
     """The boot id of the machine reading the run ("" where unreadable)."""
     try:
-        with open(_BOOT_ID_FILE) as f:
-            return f.read().strip()[:36]
+        return read_kernel_text(_BOOT_ID_FILE).strip()[:36]
     except OSError:
         return ""
 
@@ -61,8 +61,7 @@ def pid_start_ticks(pid: int) -> int | None:
     """The start of ``pid`` on this machine in clock ticks since boot; None when there is no
     such process, or only its corpse (a zombie its parent has not reaped yet)."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+        fields = read_kernel_text(f"/proc/{pid}/stat").rsplit(")", 1)[1].split()
         return None if fields[0] in ("Z", "X") else int(fields[19])
     except (OSError, IndexError, ValueError):
         return None

@@ -163,3 +163,14 @@ def is_regular_file(path: Path) -> bool:
         return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
+
+
+def read_kernel_text(path: str, limit: int = 4096) -> str:
+    """At most ``limit`` bytes of a kernel file (``/proc/<pid>/stat``, the boot id), as text:
+    fstat gives such files size 0, so they are read up to the limit rather than to their size.
+    Raises OSError."""
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        return os.read(fd, limit).decode("ascii", "replace")
+    finally:
+        os.close(fd)
