@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers import run_python
 
 from ._support import make_project
@@ -45,6 +47,7 @@ print(json.dumps([printed / best_plain for printed in ratios]))
 """
 
 
+@pytest.mark.timing
 def test_printed_time_of_a_tight_loop_never_below_its_untraced_time_under_a_cpu_hog(tmp_path):
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
@@ -90,6 +93,7 @@ def test_the_calibration_is_not_part_of_the_users_cprofile_profile(tmp_path):
     assert timed.isdisjoint({"_loop", "_once", "_calibrate"}), timed
 
 
+@pytest.mark.timing
 def test_a_calibration_taken_on_a_slower_machine_is_scaled_to_the_blocks_speed(
     tmp_path, monkeypatch
 ):

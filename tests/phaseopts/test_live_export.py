@@ -110,6 +110,7 @@ def test_deltas_have_their_own_cursor_and_leave_out_idle_phases(profiler):
 
 
 @pytest.mark.parametrize("measure_cpu", [True, False])
+@pytest.mark.timing
 def test_delta_histograms_are_the_intervals_own(tmp_path, measure_cpu):
     p = Profiler(
         run_dir=tmp_path,

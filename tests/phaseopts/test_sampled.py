@@ -22,6 +22,7 @@ def _records(profiler: Profiler) -> dict[tuple[str, ...], dict]:
     return {tuple(p["path"]): p for t in doc["threads"] for p in t["phases"]}
 
 
+@pytest.mark.timing
 def test_sampled_total_matches_the_measured_entries_and_the_true_total(profiler):
     entries, stride = 400, 10
     inner, outer = [], []  # each entry timed inside and around its with block

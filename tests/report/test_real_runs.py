@@ -59,6 +59,7 @@ def test_thread_names_split_a_spinning_and_a_blocked_thread(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_straggler_rank_is_named(tmp_path):
     """Four ranks on one host; rank 2 does three times the work: the report names it."""
     code = """

@@ -195,6 +195,7 @@ def test_each_tier_bills_mixed_phases_their_true_cpu_time(forced_tier, pinned_cp
     pytest.skip("inconclusive 4 times: the host stole a third of the off-CPU time of a phase")
 
 
+@pytest.mark.timing
 def test_forced_syscall_tier_is_recorded_in_the_worker_file(tmp_path):
     code = """
         import json, sys
@@ -250,6 +251,7 @@ _DENY_PERF = """
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the seccomp filter is x86_64's")
+@pytest.mark.timing
 def test_denied_perf_event_open_falls_back_to_the_syscall(tmp_path):
     # A container's seccomp profile refusing perf_event_open, for real: the probe sees EACCES,
     # picks the system call, and the numbers stay true.
@@ -369,6 +371,7 @@ def test_forked_child_closes_the_parents_events_and_measures_itself(tmp_path):
     assert out["wall"]["sleep"] >= 20_000_000
 
 
+@pytest.mark.timing
 def test_each_recording_thread_opens_its_own_event(tmp_path):
     if not _available("anchored") and not _available("exact"):
         pytest.skip("no perf tier here")
@@ -406,8 +409,13 @@ def test_each_recording_thread_opens_its_own_event(tmp_path):
         tree = prof.merged_tree()
         prof.close()
     assert during - before == 2
+
     # truth: thread_time around each with-block (the first entry on a thread also registers it,
-    # outside the measured interval); the spin loop guarantees ~20 ms inside it.
-    assert 18_000_000 <= tree[("spin",)].cpu_ns <= truth["spin"]
-    assert tree[("sleep",)].cpu_ns <= truth["sleep"]
+    # outside the measured interval); the spin loop guarantees ~20 ms inside it. The perf tiers
+    # may read above it by their documented bound: 2% of the CPU time plus 10 us a phase.
+    def tier_bound(ns: int) -> int:
+        return ns + ns // 50 + 10_000
+
+    assert 18_000_000 <= tree[("spin",)].cpu_ns <= tier_bound(truth["spin"])
+    assert tree[("sleep",)].cpu_ns <= tier_bound(truth["sleep"])
     assert tree[("sleep",)].wall_ns > 10 * tree[("sleep",)].cpu_ns
