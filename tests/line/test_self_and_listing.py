@@ -75,7 +75,8 @@ def test_self_time_excludes_traced_callees_and_keeps_untraced_ones(profiled):
     assert call.self_time_ns <= bound, (call.self_time_ns, elapsed)
     assert direct.self_time_ns >= SLEEP_S * 1e9 * 0.99  # time.sleep is not traced: self
     total_self = sum(s.self_time_ns for fs in report.functions.values() for s in fs.lines.values())
-    assert total_self <= elapsed  # self times partition the block: no double counting
+    # self times partition the block: no double counting
+    assert total_self <= elapsed + clock_slack_ns(elapsed)
     out = io.StringIO()
     profiler.print_global_top_stats(top_n=2, by="self", stream=out)
     rows = [line for line in out.getvalue().splitlines() if line[:3].strip().isdigit()]

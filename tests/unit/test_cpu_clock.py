@@ -14,6 +14,7 @@ import pytest
 from lineprofiler import _core
 from lineprofiler.accounting import Profiler
 from tests.helpers import read_worker, run_python, worker_files
+from tests.timing import clock_slack_ns
 
 TIERS = ("exact", "anchored", "syscall")
 
@@ -177,7 +178,7 @@ def _bill_mixed_phases_once(tier: str, run_dir: Path, cpu: int) -> bool:
         # thread runs: the kernel does not bill it, the anchored tier's cycle counter does).
         tol = outer // 50 + 10_000 * rec["calls"] + (0 if tier == "syscall" else steal)
         assert inner - tol <= rec["cpu_ns"] <= outer + tol, (name, rec["cpu_ns"], inner, outer, tol)
-        assert rec["wall_ns"] <= wall
+        assert rec["wall_ns"] <= wall + clock_slack_ns(wall)  # (another clock than perf_counter)
         if name in ("sleep", "pipe"):
             # Cannot pass by accident: a clock that counted wall time fails this ...
             assert rec["wall_ns"] - rec["cpu_ns"] > rec["wall_ns"] // 3  # mostly waiting
