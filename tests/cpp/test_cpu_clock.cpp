@@ -205,7 +205,8 @@ TEST_CASE("cpu clock: user-space time arithmetic is the kernel's documented form
   CHECK(got == 0x123);
 }
 
-TEST_CASE("cpu clock: the syscall tier lies in the truth bracket over mixed phases") {
+TEST_CASE("cpu clock: the syscall tier lies in the truth bracket over mixed phases" *
+          doctest::test_suite("timing")) {
   ThreadCpuClock clock(CpuClockTier::kSyscall);
   REQUIRE(clock.tier() == CpuClockTier::kSyscall);
   MixedResult r = run_mixed(clock, 200, 1);
@@ -277,7 +278,8 @@ TEST_CASE("cpu clock: a tier this machine lacks falls back to the system call" *
   CHECK(c0 <= t0);
 }
 
-TEST_CASE("cpu clock: each thread measures itself with its own event") {
+TEST_CASE("cpu clock: each thread measures itself with its own event" *
+          doctest::test_suite("timing")) {
   CpuClockTier tier = lp::cpu_clock_probe().tier;
   std::atomic<int> ready{0};
   int64_t err[2] = {0, 0};
@@ -345,7 +347,8 @@ TEST_CASE("cpu clock: a forked child closes the parent's events and reopens its 
   CHECK(lp::fork_generation() == gen);
 }
 
-TEST_CASE("cpu clock: the recorder bills each phase the CPU time of its probed tier") {
+TEST_CASE("cpu clock: the recorder bills each phase the CPU time of its probed tier" *
+          doctest::test_suite("timing")) {
   lp::Recorder rec(lp::RecorderOptions{true});
   CHECK(rec.cpu_tier() == lp::cpu_clock_probe().tier);
   lp::ThreadState* ts = rec.register_thread("main");

@@ -40,7 +40,7 @@ void spin_cpu_ns(uint64_t ns) {
 
 }  // namespace
 
-TEST_CASE("nesting builds a tree keyed by the path of names") {
+TEST_CASE("nesting builds a tree keyed by the path of names" * doctest::test_suite("timing")) {
   lp::wall_clock_init();
   lp::Recorder rec(lp::RecorderOptions{true});
   lp::ThreadState* ts = rec.register_thread("main");

@@ -19,7 +19,8 @@ TEST_CASE("wall clock: monotonic fallback converts ticks exactly") {
   lp::wall_clock_init();
 }
 
-TEST_CASE("wall clock: a 50 ms sleep measures as CLOCK_MONOTONIC does") {
+TEST_CASE("wall clock: a 50 ms sleep measures as CLOCK_MONOTONIC does" *
+          doctest::test_suite("timing")) {
   lp::wall_clock_init();
   uint64_t m0 = lp::monotonic_ns();
   uint64_t t0 = lp::wall_ticks();

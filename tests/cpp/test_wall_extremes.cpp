@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,6 +50,38 @@ uint64_t slack(uint64_t ns) {
   return 2000 + ns / 1000;
 }
 
+// The bracket of a path's shortest and longest entry from what the test measured of every
+// entry: any entry can be the extreme (one meant to be short, preempted between its spin and
+// its exit, becomes the longest), so each bound is over all of them.
+struct Extremes {
+  uint64_t min_lo_ns;  // the shortest entry lasted at least this (the smallest spin)
+  uint64_t min_hi_ns;  // ... and at most this (the smallest enter-to-exit)
+  uint64_t max_lo_ns;  // the longest entry lasted at least this (the largest spin)
+  uint64_t max_hi_ns;  // ... and at most this (the largest enter-to-exit)
+};
+
+Extremes extremes_of(const std::vector<Bounds>& seen) {
+  Extremes e{UINT64_MAX, UINT64_MAX, 0, 0};
+  for (const Bounds& b : seen) {
+    e.min_lo_ns = std::min(e.min_lo_ns, b.lo_ns);
+    e.min_hi_ns = std::min(e.min_hi_ns, b.hi_ns);
+    e.max_lo_ns = std::max(e.max_lo_ns, b.lo_ns);
+    e.max_hi_ns = std::max(e.max_hi_ns, b.hi_ns);
+  }
+  return e;
+}
+
+void check_extremes(const lp::NodeSnapshot& n, const std::vector<Bounds>& seen) {
+  Extremes e = extremes_of(seen);
+  INFO("min_wall_ns=" << n.min_wall_ns << " in [" << e.min_lo_ns << ", " << e.min_hi_ns
+                      << "], max_wall_ns=" << n.max_wall_ns << " in [" << e.max_lo_ns << ", "
+                      << e.max_hi_ns << "]");
+  CHECK(n.min_wall_ns + slack(e.min_lo_ns) >= e.min_lo_ns);
+  CHECK(n.min_wall_ns <= e.min_hi_ns + slack(e.min_hi_ns));
+  CHECK(n.max_wall_ns + slack(e.max_lo_ns) >= e.max_lo_ns);
+  CHECK(n.max_wall_ns <= e.max_hi_ns + slack(e.max_hi_ns));
+}
+
 const lp::NodeSnapshot* child_named(const lp::ThreadSnapshot& t, uint32_t name_id) {
   for (const auto& n : t.nodes) {
     if (n.index != lp::kRootNode && n.parent == lp::kRootNode && n.name_id == name_id) return &n;
@@ -58,7 +91,8 @@ const lp::NodeSnapshot* child_named(const lp::ThreadSnapshot& t, uint32_t name_i
 
 }  // namespace
 
-TEST_CASE("a path keeps the exact shortest and longest of its entries, not a bucket edge") {
+TEST_CASE("a path keeps the exact shortest and longest of its entries, not a bucket edge" *
+          doctest::test_suite("timing")) {
   lp::wall_clock_init();
   lp::Recorder rec(lp::RecorderOptions{false});
   lp::ThreadState* ts = rec.register_thread("main");
@@ -69,28 +103,24 @@ TEST_CASE("a path keeps the exact shortest and longest of its entries, not a buc
   const lp::NodeSnapshot* n = child_named(snap[0], name);
   REQUIRE(n);
   REQUIRE(n->calls == 5);
-  const Bounds& shortest = seen[2];
-  const Bounds& longest = seen[3];
-  // Every other entry is at least 250 us longer than the shortest and shorter than the longest,
-  // so the extremes are these two entries' own wall times.
-  CHECK(n->min_wall_ns + slack(shortest.lo_ns) >= shortest.lo_ns);
-  CHECK(n->min_wall_ns <= shortest.hi_ns + slack(shortest.hi_ns));
-  CHECK(n->max_wall_ns + slack(longest.lo_ns) >= longest.lo_ns);
-  CHECK(n->max_wall_ns <= longest.hi_ns + slack(longest.hi_ns));
+  // The shortest entry lies between the smallest spin and the smallest enter-to-exit of the
+  // five, the longest between the largest of each: whichever entries those are.
+  check_extremes(*n, seen);
   CHECK(n->min_wall_ns * 5 <= n->wall_ns);
   CHECK(n->max_wall_ns <= n->wall_ns);
   // A path with no completed entry has none (the root, which only holds counters here).
   CHECK(snap[0].nodes[lp::kRootNode].min_wall_ns > snap[0].nodes[lp::kRootNode].max_wall_ns);
 }
 
-TEST_CASE("exited threads fold their extremes: min of the minima, max of the maxima") {
+TEST_CASE("exited threads fold their extremes: min of the minima, max of the maxima" *
+          doctest::test_suite("timing")) {
   lp::wall_clock_init();
   lp::Recorder rec(lp::RecorderOptions{false});
   rec.register_thread("main");
   const uint32_t name = id("fold_extremes");
-  Bounds short_one{}, long_one{};
-  for (auto [spin_ns, out] : {std::pair<uint64_t, Bounds*>{3000000, &long_one},
-                              std::pair<uint64_t, Bounds*>{400000, &short_one}}) {
+  std::vector<Bounds> seen(2);
+  for (auto [spin_ns, out] : {std::pair<uint64_t, Bounds*>{3000000, &seen[0]},
+                              std::pair<uint64_t, Bounds*>{400000, &seen[1]}}) {
     std::thread t([&rec, name, spin_ns = spin_ns, out = out] {
       *out = timed_entry(rec.register_thread("worker"), name, spin_ns);
     });
@@ -102,13 +132,11 @@ TEST_CASE("exited threads fold their extremes: min of the minima, max of the max
   const lp::NodeSnapshot* n = child_named(snap[1], name);
   REQUIRE(n);
   CHECK(n->calls == 2);
-  CHECK(n->min_wall_ns + slack(short_one.lo_ns) >= short_one.lo_ns);
-  CHECK(n->min_wall_ns <= short_one.hi_ns + slack(short_one.hi_ns));
-  CHECK(n->max_wall_ns + slack(long_one.lo_ns) >= long_one.lo_ns);
-  CHECK(n->max_wall_ns <= long_one.hi_ns + slack(long_one.hi_ns));
+  check_extremes(*n, seen);
 }
 
-TEST_CASE("the worker file carries min_wall_ns/max_wall_ns for paths with completed entries") {
+TEST_CASE("the worker file carries min_wall_ns/max_wall_ns for paths with completed entries" *
+          doctest::test_suite("timing")) {
   lp::wall_clock_init();
   char dir_template[] = "/tmp/lp_extremes_test_XXXXXX";
   REQUIRE(mkdtemp(dir_template));

@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers import run_python
 
 from ._support import make_project
@@ -45,6 +47,7 @@ print(json.dumps([printed / best_plain for printed in ratios]))
 """
 
 
+@pytest.mark.timing
 def test_printed_time_of_a_tight_loop_never_below_its_untraced_time_under_a_cpu_hog(tmp_path):
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
@@ -90,12 +93,16 @@ def test_the_calibration_is_not_part_of_the_users_cprofile_profile(tmp_path):
     assert timed.isdisjoint({"_loop", "_once", "_calibrate"}), timed
 
 
+@pytest.mark.timing
 def test_a_calibration_taken_on_a_slower_machine_is_scaled_to_the_blocks_speed(
     tmp_path, monkeypatch
 ):
-    """The calibrated cost is made 3x too high (as if measured while a busy SMT sibling slowed
-    the core): the re-check against the block's own raw times keeps the printed time of a
-    tight loop at or above its untraced time."""
+    """The calibrated cost is made TOO_HIGH times too high (as if measured while a busy SMT
+    sibling slowed the core): the re-check against the block's own raw times keeps the printed
+    time of a tight loop at or above its untraced time. (The block itself may run slower than
+    the calibration on a busy machine, 3x was seen beside two CPU hogs: the re-check scales to
+    the block's speed, so the factor must be beyond what a busy machine does to the block.)"""
+    TOO_HIGH = 10
     import time
 
     from lineprofiler import LineProfiler
@@ -110,7 +117,7 @@ def test_a_calibration_taken_on_a_slower_machine_is_scaled_to_the_blocks_speed(
     )
     true = _calibrate.measure()
     assert true.line_ns > 0
-    monkeypatch.setattr(_calibrate, "_line_ns", 3 * true.line_ns / _calibrate.SAFETY)
+    monkeypatch.setattr(_calibrate, "_line_ns", TOO_HIGH * true.line_ns / _calibrate.SAFETY)
     monkeypatch.setattr(_calibrate, "_calibrations", _calibrate.MAX_CALIBRATIONS)  # keep it
     plain = []
 
@@ -128,6 +135,6 @@ def test_a_calibration_taken_on_a_slower_machine_is_scaled_to_the_blocks_speed(
         mod.loop(5000)
     untraced(5)
     report = profiler.report()
-    assert report.overhead_ns_per_event["line"] < 3 * true.line_ns  # scaled down
+    assert report.overhead_ns_per_event["line"] < TOO_HIGH * true.line_ns  # scaled down
     (fs,) = report.functions.values()
     assert fs.total_time_ns >= 0.9 * min(plain), (fs.total_time_ns, min(plain))

@@ -48,6 +48,7 @@ def _silent(pid: int, written_at: float, interval: float | None = 30.0, host: st
     )
 
 
+@pytest.mark.timing
 def test_a_run_with_a_live_local_worker_is_live_and_says_when_the_silent_one_writes(tmp_path, pids):
     alive, _ = pids
     now = time.time()

@@ -14,6 +14,7 @@ import pytest
 from lineprofiler import _core
 from lineprofiler.accounting import Profiler
 from tests.helpers import read_worker, run_python, worker_files
+from tests.timing import clock_slack_ns
 
 TIERS = ("exact", "anchored", "syscall")
 
@@ -177,7 +178,7 @@ def _bill_mixed_phases_once(tier: str, run_dir: Path, cpu: int) -> bool:
         # thread runs: the kernel does not bill it, the anchored tier's cycle counter does).
         tol = outer // 50 + 10_000 * rec["calls"] + (0 if tier == "syscall" else steal)
         assert inner - tol <= rec["cpu_ns"] <= outer + tol, (name, rec["cpu_ns"], inner, outer, tol)
-        assert rec["wall_ns"] <= wall
+        assert rec["wall_ns"] <= wall + clock_slack_ns(wall)  # (another clock than perf_counter)
         if name in ("sleep", "pipe"):
             # Cannot pass by accident: a clock that counted wall time fails this ...
             assert rec["wall_ns"] - rec["cpu_ns"] > rec["wall_ns"] // 3  # mostly waiting
@@ -195,6 +196,7 @@ def test_each_tier_bills_mixed_phases_their_true_cpu_time(forced_tier, pinned_cp
     pytest.skip("inconclusive 4 times: the host stole a third of the off-CPU time of a phase")
 
 
+@pytest.mark.timing
 def test_forced_syscall_tier_is_recorded_in_the_worker_file(tmp_path):
     code = """
         import json, sys
@@ -250,6 +252,7 @@ _DENY_PERF = """
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the seccomp filter is x86_64's")
+@pytest.mark.timing
 def test_denied_perf_event_open_falls_back_to_the_syscall(tmp_path):
     # A container's seccomp profile refusing perf_event_open, for real: the probe sees EACCES,
     # picks the system call, and the numbers stay true.
@@ -369,6 +372,7 @@ def test_forked_child_closes_the_parents_events_and_measures_itself(tmp_path):
     assert out["wall"]["sleep"] >= 20_000_000
 
 
+@pytest.mark.timing
 def test_each_recording_thread_opens_its_own_event(tmp_path):
     if not _available("anchored") and not _available("exact"):
         pytest.skip("no perf tier here")
@@ -406,8 +410,13 @@ def test_each_recording_thread_opens_its_own_event(tmp_path):
         tree = prof.merged_tree()
         prof.close()
     assert during - before == 2
+
     # truth: thread_time around each with-block (the first entry on a thread also registers it,
-    # outside the measured interval); the spin loop guarantees ~20 ms inside it.
-    assert 18_000_000 <= tree[("spin",)].cpu_ns <= truth["spin"]
-    assert tree[("sleep",)].cpu_ns <= truth["sleep"]
+    # outside the measured interval); the spin loop guarantees ~20 ms inside it. The perf tiers
+    # may read above it by their documented bound: 2% of the CPU time plus 10 us a phase.
+    def tier_bound(ns: int) -> int:
+        return ns + ns // 50 + 10_000
+
+    assert 18_000_000 <= tree[("spin",)].cpu_ns <= tier_bound(truth["spin"])
+    assert tree[("sleep",)].cpu_ns <= tier_bound(truth["sleep"])
     assert tree[("sleep",)].wall_ns > 10 * tree[("sleep",)].cpu_ns
