@@ -1,0 +1,38 @@
+"""Whether this install can record: the compiled core (``lineprofiler._core``) is a full build's,
+on Linux; the pure build (every other platform, or ``-C cmake.define.LP_PURE=ON`` anywhere:
+docs/guide/install.md) has none and reads runs only. Recording asked for there warns once and
+records nothing; it never raises."""
+
+from __future__ import annotations
+
+import warnings
+
+
+class RecordingUnavailableWarning(RuntimeWarning):
+    """Recording was asked for on the pure (read-only) install: nothing is recorded."""
+
+
+def has_core() -> bool:
+    """Whether ``lineprofiler._core`` imports here (a full build on Linux)."""
+    try:
+        from lineprofiler import _core  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+_warned: set[str] = set()
+
+
+def warn_no_core(what: str) -> None:
+    """Warn, once per process for each ``what``, that ``what`` records nothing on this install."""
+    if what in _warned:
+        return
+    _warned.add(what)
+    warnings.warn(
+        f"{what} records nothing: recording needs lineprofiler's compiled core, which is built "
+        "on Linux only, and this is the pure (read-only) install; `lineprofiler report` and the "
+        "other reading commands work (see the README's Install section)",
+        RecordingUnavailableWarning,
+        stacklevel=3,
+    )
