@@ -1,6 +1,6 @@
 """Whether this install can record: the compiled core (``lineprofiler._core``) is a full build's,
-on Linux; the pure build (every other platform, or ``-C cmake.define.LP_PURE=ON`` anywhere:
-docs/guide/install.md) has none and reads runs only. Recording asked for there warns once and
+on Linux; the pure build (every other platform, or ``LINEPROFILER_PURE_BUILD=1`` at build time:
+docs/guide/pure-build.md) has none and reads runs only. Recording asked for there warns once and
 records nothing; it never raises."""
 
 from __future__ import annotations

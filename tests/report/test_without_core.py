@@ -1,9 +1,9 @@
 """The reading side with no compiled core: a run recorded by the full build reads the same.
 
 Each reader here runs with ``lineprofiler._core`` (and the two small C modules) made unimportable,
-as on the pure install (docs/guide/install.md); tests/integration/test_pure_wheel.py does the same
-with a real py3-none-any wheel in a fresh venv. The ground truth is the full build's own output
-for the same run: byte for byte.
+as on the pure install (docs/guide/pure-build.md); tests/integration/test_pure_wheel.py does the
+same with a real py3-none-any wheel in a fresh venv. The ground truth is the full build's own
+output for the same run: byte for byte.
 """
 
 from __future__ import annotations
