@@ -155,3 +155,31 @@ def test_recording_on_the_pure_install_warns_once_and_records_nothing(tmp_path):
     assert got["flush"]["writes"] == 0
     assert not (tmp_path / "run").exists()  # nothing was written
     assert "LineProfiler:" in proc.stdout  # print_stats printed the (empty) report's header
+
+
+BROKEN_CORE = """
+import importlib.abc, json, sys, warnings
+
+class Broken(importlib.abc.MetaPathFinder):  # a _core that is here but cannot load
+    def find_spec(self, name, path, target=None):
+        if name == "lineprofiler._core":
+            raise ImportError("/lib/libc.so.6: version `GLIBC_2.99' not found")
+        return None
+
+sys.meta_path.insert(0, Broken())
+from lineprofiler.accounting import Profiler
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    Profiler(run_dir="run", enabled=True).close()
+print(json.dumps([str(w.message) for w in caught]))
+"""
+
+
+def test_a_core_that_does_not_load_is_named_in_the_warning(tmp_path):
+    """Not "this is the pure install" when the wheel's _core is there but its glibc is too old."""
+    proc = run_python(BROKEN_CORE, cwd=tmp_path)
+    (message,) = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "lineprofiler._core is installed but does not load here" in message
+    assert "GLIBC_2.99" in message and "pure" not in message
+    assert not (tmp_path / "run").exists()

@@ -32,7 +32,7 @@ def bucket_of(ns: int) -> int:
         return ns
     e = ns.bit_length() - 1
     frac = (ns << (64 - e)) & _U64  # the mantissa's fractional bits, 0.64 fixed point
-    j = bisect_right(_cc.HIST_THRESHOLDS, frac, 0, _SUB_BUCKETS) - 1
+    j = bisect_right(_cc.HIST_THRESHOLDS, frac) - 1  # (the last threshold, 2^64 - 1, a sentinel)
     return min(_EXACT_BUCKETS + _SUB_BUCKETS * (e - 4) + j, HIST_BUCKETS - 1)
 
 
