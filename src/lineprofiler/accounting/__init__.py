@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from lineprofiler.report.merge import RunError, merge_run
     from lineprofiler.report.model import MergedRun
 
-if has_core() or TYPE_CHECKING:
+if has_core():
     from lineprofiler import _core
     from lineprofiler.accounting.profiler import Profiler, installed_profiler, join_run_hook
 
