@@ -5,6 +5,8 @@ from typing import Any
 
 HIST_BUCKETS: int
 HIST_MAX_REL_ERROR: float
+HIST_EXACT_BUCKETS: int
+HIST_THRESHOLDS: tuple[int, ...]
 WORKER_SCHEMA_VERSION: int
 MAX_PATHS: int
 MAX_DEPTH: int

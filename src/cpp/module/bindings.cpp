@@ -30,6 +30,14 @@ NB_MODULE(_core, m) {
 
   m.attr("HIST_BUCKETS") = lp::kHistBuckets;
   m.attr("HIST_MAX_REL_ERROR") = lp::kHistMaxRelError;
+  m.attr("HIST_EXACT_BUCKETS") = lp::kHistExactBuckets;
+  {  // hist_bucket's sub-bucket thresholds (0.64 fixed point), for the pure-Python bucket_of
+    nb::list thresholds;
+    for (int j = 0; j <= lp::kHistSubBuckets; ++j) {
+      thresholds.append(lp::detail::g_hist_tables.threshold[j]);
+    }
+    m.attr("HIST_THRESHOLDS") = nb::tuple(thresholds);
+  }
   m.attr("WORKER_SCHEMA_VERSION") = lp::kWorkerSchemaVersion;
   m.attr("MAX_PATHS") = lp::kMaxNodes;
   m.attr("MAX_DEPTH") = lp::kMaxDepth;

@@ -27,5 +27,10 @@ def __getattr__(name: str) -> object:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'lineprofiler.line' has no attribute {name!r}")
+    if name == "LineProfiler":
+        from lineprofiler._native import has_core
+
+        if not has_core():  # the pure (read-only) install: traces nothing, warns once
+            module = "lineprofiler.line._without_core"
     __import__(module)  # (not importlib: a followed child's start-up skips importing it)
     return getattr(sys.modules[module], name)

@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from lineprofiler.line.profiler import LineProfiler
+from lineprofiler.line import LineProfiler
 
 _WITH_VALUE = {"--top", "--min-time-us", "--by", "--sort", "--unit", "--path", "--project-folder"}
 

@@ -2,14 +2,15 @@
 
 A run directory holds ``workers/<host>/w_<run_id>_<pid>_<uuid8>.json`` per process (plus the
 sampler's ``.samples``/``.tags`` sidecars beside it), ``metadata.json`` and ``backend/``. The
-schema version and the limits are the C++ recorder's own (``_core``), never copied.
+schema version and the limits are the C++ recorder's own (generated from ``_core`` into
+``core_constants``), never copied.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from lineprofiler import _core
+from lineprofiler.runfile import core_constants as _cc
 
 # Environment variables an enabled profiler exports to its children (and a user may set).
 ENV_PROFILE = "LINEPROFILER_PROFILE"
@@ -22,9 +23,9 @@ ENV_PARENT_ROLE = "LINEPROFILER_PARENT_ROLE"
 RUN_ENV_KEYS = (ENV_PROFILE, ENV_RUN_DIR, ENV_RUN_ID, ENV_PARENT_ROLE)
 
 WORKER_FORMAT = "lineprofiler-worker"
-WORKER_SCHEMA_VERSION: int = _core.WORKER_SCHEMA_VERSION
-MAX_PATHS: int = _core.MAX_PATHS  # paths per thread before new ones fold into "(folded)"
-MAX_DEPTH: int = _core.MAX_DEPTH  # nesting beyond this is counted in depth_overflow
+WORKER_SCHEMA_VERSION: int = _cc.WORKER_SCHEMA_VERSION
+MAX_PATHS: int = _cc.MAX_PATHS  # paths per thread before new ones fold into "(folded)"
+MAX_DEPTH: int = _cc.MAX_DEPTH  # nesting beyond this is counted in depth_overflow
 
 WORKERS_DIR = "workers"
 SAMPLES_SUFFIX = ".samples"

@@ -1,7 +1,7 @@
 """The sampler's sidecars: ``w_<...>.samples`` (fixed-width binary rows) and ``w_<...>.tags``.
 
-The row layout is lp_core's (``src/cpp/lp_core/sampler.h``), taken from ``_core`` rather than
-copied; the format is described in docs/worker-file.md.
+The row layout is lp_core's (``src/cpp/lp_core/sampler.h``), taken from ``_core`` (through the
+generated ``core_constants``) rather than copied; the format is described in docs/worker-file.md.
 """
 
 from __future__ import annotations
@@ -12,23 +12,23 @@ from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
-from lineprofiler import _core
+from lineprofiler.runfile import core_constants as _cc
 from lineprofiler.runfile.safe_read import UnsafeFile, open_regular, read_range, read_regular
 
-MAGIC: bytes = _core.SAMPLES_MAGIC
-VERSION: int = _core.SAMPLES_VERSION
-HEADER_BYTES: int = _core.SAMPLES_HEADER_BYTES
-BASE_WORDS: int = _core.SAMPLE_BASE_WORDS
-GPU_PID_ABSENT: int = _core.GPU_PID_ABSENT
+MAGIC: bytes = _cc.SAMPLES_MAGIC
+VERSION: int = _cc.SAMPLES_VERSION
+HEADER_BYTES: int = _cc.SAMPLES_HEADER_BYTES
+BASE_WORDS: int = _cc.SAMPLE_BASE_WORDS
+GPU_PID_ABSENT: int = _cc.GPU_PID_ABSENT
 # Row words (lp_core/sampler.h: SampleWord); GPU k adds BASE_WORDS + 2k (busy %) and + 2k + 1
 # (this pid's SM %).
-_W = _core.SAMPLE_WORDS
+_W = _cc.SAMPLE_WORDS
 W_T, W_DT, W_TAG, W_FLAGS = _W["time_unix_ns"], _W["dt_ns"], _W["tag"], _W["flags"]
 W_RB, W_WB = _W["read_bytes"], _W["write_bytes"]
 W_RC, W_WC = _W["read_chars"], _W["write_chars"]
 W_RSS, W_CUDA_ALLOC, W_CUDA_RES = _W["rss_bytes"], _W["cuda_alloc"], _W["cuda_reserved"]
 W_OWN_WB = _W["own_write_bytes"]
-_F = _core.SAMPLE_FLAGS
+_F = _cc.SAMPLE_FLAGS
 F_IO, F_RSS, F_CUDA, F_GPU = _F["io"], _F["rss"], _F["cuda"], _F["gpu"]
 
 NO_PHASE: tuple[str, ...] = ()  # tag 0: no phase was open when the interval began

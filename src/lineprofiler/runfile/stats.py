@@ -10,19 +10,30 @@ between them.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from lineprofiler import _core
+from lineprofiler.runfile import core_constants as _cc
 
-HIST_BUCKETS: int = _core.HIST_BUCKETS
-HIST_MAX_REL_ERROR: float = _core.HIST_MAX_REL_ERROR
-_BUCKET_VALUE: tuple[float, ...] = tuple(_core.hist_bucket_value(b) for b in range(HIST_BUCKETS))
+HIST_BUCKETS: int = _cc.HIST_BUCKETS
+HIST_MAX_REL_ERROR: float = _cc.HIST_MAX_REL_ERROR
+_BUCKET_VALUE: tuple[float, ...] = _cc.HIST_BUCKET_VALUES
+_EXACT_BUCKETS = _cc.HIST_EXACT_BUCKETS  # exact integers 0..15 ns
+_SUB_BUCKETS = len(_cc.HIST_THRESHOLDS) - 1  # per octave (kHistSubBuckets)
+_U64 = (1 << 64) - 1
 
 
 def bucket_of(ns: int) -> int:
-    """The histogram bucket an entry of ``ns`` nanoseconds is counted in."""
-    return int(_core.hist_bucket(int(ns)))
+    """The histogram bucket an entry of ``ns`` nanoseconds is counted in (lp_core's hist_bucket,
+    on its own thresholds: the octave from the bit length, the sub-bucket from the mantissa)."""
+    ns = int(ns) & _U64
+    if ns < _EXACT_BUCKETS:
+        return ns
+    e = ns.bit_length() - 1
+    frac = (ns << (64 - e)) & _U64  # the mantissa's fractional bits, 0.64 fixed point
+    j = bisect_right(_cc.HIST_THRESHOLDS, frac) - 1  # (the last threshold, 2^64 - 1, a sentinel)
+    return min(_EXACT_BUCKETS + _SUB_BUCKETS * (e - 4) + j, HIST_BUCKETS - 1)
 
 
 def bucket_value(b: int) -> float:

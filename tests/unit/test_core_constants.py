@@ -1,0 +1,91 @@
+"""The reading side's constants (runfile/core_constants.py, generated) are the C++ core's own.
+
+The generated module is what a pure install reads runs with; these tests hold it equal to the
+built ``_core`` (the single source), value by value, and the pure-Python ``bucket_of`` equal to
+lp_core's ``hist_bucket`` at every bucket edge.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from lineprofiler import _core
+from lineprofiler.runfile import core_constants
+from lineprofiler.runfile.stats import HIST_BUCKETS, bucket_of, bucket_value
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMES = [n for n in vars(core_constants) if n.isupper()]
+
+
+def test_every_generated_constant_is_cores():
+    assert "HIST_BUCKET_VALUES" in NAMES and "SAMPLE_WORDS" in NAMES
+    for name in NAMES:
+        if name == "HIST_BUCKET_VALUES":
+            want = tuple(_core.hist_bucket_value(b) for b in range(_core.HIST_BUCKETS))
+        else:
+            want = getattr(_core, name)
+        got = getattr(core_constants, name)
+        assert got == want and type(got) is type(want), name
+
+
+def test_bucket_values_are_bit_identical():
+    # A report prints quantiles read from these: a value one ulp off changes printed digits.
+    for b in range(HIST_BUCKETS):
+        assert bucket_value(b).hex() == _core.hist_bucket_value(b).hex()
+
+
+def test_bucket_of_is_lp_cores_hist_bucket():
+    values = set(range(0, 200))
+    for b in range(HIST_BUCKETS):  # both sides of every bucket's lower bound
+        lo = int(_core.hist_bucket_lower(b))
+        values.update(v for v in range(lo - 2, lo + 3) if v >= 0)
+    for e in range(64):
+        values.update({(1 << e) - 1, 1 << e, (1 << e) + 1})
+    values.add((1 << 64) - 1)
+    rng = random.Random(34)
+    values.update(int(2 ** rng.uniform(0, 64)) for _ in range(20_000))
+    values = {v for v in values if v < 1 << 64}
+    wrong = [(v, bucket_of(v), _core.hist_bucket(v)) for v in sorted(values)]
+    wrong = [w for w in wrong if w[1] != w[2]]
+    assert wrong == []
+    # and the values span every bucket, so no edge went unchecked
+    assert {_core.hist_bucket(v) for v in values} == set(range(HIST_BUCKETS))
+
+
+def test_generated_module_is_current():
+    """scripts/gen-core-constants --check: the committed module is what the core generates now."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gen-core-constants"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _imports_core(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import) and any(a.name == "lineprofiler._core" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module == "lineprofiler":
+            if any(a.name == "_core" for a in node.names):
+                return True
+        if isinstance(node, ast.ImportFrom) and node.module == "lineprofiler._core":
+            return True
+    return False
+
+
+def test_reading_side_never_imports_core():
+    """runfile/ and report/ take the constants from the generated module, never from _core
+    (tests/report/test_without_core.py runs them with _core unimportable)."""
+    offenders = [
+        str(path.relative_to(ROOT))
+        for pkg in ("runfile", "report")
+        for path in (ROOT / "src" / "lineprofiler" / pkg).rglob("*.py")
+        if _imports_core(path)
+    ]
+    assert offenders == []
