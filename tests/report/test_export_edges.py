@@ -13,6 +13,7 @@ import pytest
 
 from lineprofiler.report.merge import merge_run
 from lineprofiler.report.perfetto import export_perfetto
+from lineprofiler.report.prometheus import LE_BOUNDS_S, families
 from lineprofiler.runfile.samples import (
     F_IO,
     F_RSS,
@@ -27,10 +28,6 @@ from lineprofiler.runfile.samples import (
 from tests.report.synth import MS, T0, Ph, worker_doc, write_worker
 from tests.resources.synth_samples import S, attach_samples
 
-pytest.importorskip("prometheus_client")
-
-from lineprofiler.report.prometheus import LE_BOUNDS_S, families  # noqa: E402
-
 
 def _family(fams: list, name: str):
     return next(f for f in fams if f.name == name)
@@ -40,6 +37,7 @@ def test_histogram_counts_entries_next_to_each_bound_exactly(tmp_path):
     """For every ``le`` (the last ns of one of the recorder's buckets): one entry exactly on it
     and one 1 ns above (the next bucket's first value). Each cumulative count is the number of
     entries <= le, computed here from the durations."""
+    pytest.importorskip("prometheus_client")  # a test dependency; families() needs it
     durations = []
     for le in LE_BOUNDS_S[:-1]:
         last = round(le * 1e9)  # a whole number of ns
@@ -57,6 +55,7 @@ def test_histogram_counts_entries_next_to_each_bound_exactly(tmp_path):
 def test_sum_and_count_are_over_completed_entries(tmp_path):
     """A live worker: 40 completed 25 ms entries and one open for 3 s. _count 40, _sum 1 s, so
     _sum/_count is the mean per completed entry; the phase's seconds include the open 3 s."""
+    pytest.importorskip("prometheus_client")  # a test dependency; families() needs it
     ph = Ph(("step",), durations=[25 * MS] * 40, open=1, open_ns=3000 * MS)
     write_worker(tmp_path, worker_doc(role="w", pid=5, threads=[ph], final=False))
     fams = families(merge_run(tmp_path))
