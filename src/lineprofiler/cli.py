@@ -135,7 +135,8 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="print the directory of lineprofilerConfig.cmake (find_package), then exit",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # Not dest="command": a subcommand's own positional of that name (record's) would overwrite it.
+    sub = parser.add_subparsers(dest="_command", metavar="COMMAND")
     commands: dict[str, argparse.ArgumentParser] = {}
     parser.set_defaults(_commands=commands)
     for name, command in COMMANDS.items():
@@ -179,10 +180,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             argv = [argv[0], *own]
     args, extra = parser.parse_known_args(argv)
     if extra:  # said by the subcommand's parser, which knows its options
-        args._commands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(extra)}")
+        args._commands.get(args._command, parser).error(
+            f"unrecognized arguments: {' '.join(extra)}"
+        )
     if target_argv is not None:
         args.target_argv = target_argv
-    if args.command is None and (args.includes or args.cmake_dir):
+    if args._command is None and (args.includes or args.cmake_dir):
         print(_build_paths(args))
         return 0
     if not getattr(args, "_main", None):

@@ -1,0 +1,109 @@
+"""Issue 31: the commands people type daily do what they mean. Each test types the command as a
+user did (``python -m lineprofiler ...`` in a child process) and checks its output and exit
+status against what the test itself set up or measured."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers import child_env
+from tests.report.synth import MS, Ph, worker_doc, write_worker
+
+
+def lp(cwd: Path, *args: object, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    """``python -m lineprofiler ARGS`` as typed in a shell, in ``cwd``; never a traceback."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "lineprofiler", *(str(a) for a in args)],
+        cwd=cwd,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+# -- item 1: record with an unknown flag --
+
+
+def test_record_with_a_mistyped_flag_says_what_was_meant_and_runs_nothing(tmp_path):
+    marker = tmp_path / "ran"
+    script = tmp_path / "train.py"
+    script.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    proc = lp(tmp_path, "record", "--rundir", "x", "--", "python", script)
+    assert proc.returncode == 2, proc.stderr
+    assert "unrecognized arguments: --rundir (did you mean --run-dir?)" in proc.stderr
+    assert not marker.exists() and not (tmp_path / "x").exists()
+    proc = lp(tmp_path, "record", "--jsn", "--", sys.executable, script)
+    assert proc.returncode == 2 and "did you mean --json?" in proc.stderr
+    assert not marker.exists()
+    # the command's own flags after -- are its own, not record's
+    proc = lp(tmp_path, "record", "--run-dir", "r", "--", sys.executable, script, "--rundir")
+    assert marker.exists() and "unrecognized" not in proc.stderr
+
+
+# -- item 3: compare's gate --
+
+
+def _runs(tmp_path: Path, step_a_ms: int, step_b_ms: int) -> tuple[Path, Path]:
+    """Two one-process runs of role "trainer": load 10 ms x4 in both, step x4 of the given ms."""
+    dirs = []
+    for name, step_ms in (("a", step_a_ms), ("b", step_b_ms)):
+        phases = [Ph(("load",), [10 * MS] * 4), Ph(("step",), [step_ms * MS] * 4)]
+        write_worker(tmp_path / name, worker_doc(role="trainer", pid=7, threads=phases))
+        dirs.append(tmp_path / name)
+    return dirs[0], dirs[1]
+
+
+def test_a_gate_that_compared_nothing_fails_and_says_why(tmp_path):
+    write_worker(tmp_path / "a", worker_doc(role="actor", pid=1, threads=[Ph(("x",), [MS])]))
+    write_worker(tmp_path / "b", worker_doc(role="learner", pid=2, threads=[Ph(("x",), [MS])]))
+    proc = lp(tmp_path, "compare", "a", "b", "--fail-over", "20")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith("GATE failed: nothing was compared")
+    assert "no role in common (A: actor; B: learner)" in first
+    doc = json.loads(lp(tmp_path, "compare", "a", "b", "--fail-over", "20", "--json").stdout)
+    assert doc["gate"]["passed"] is False and doc["gate"]["checked"] == 0
+    assert "no role in common" in doc["gate"]["why_none"]
+    # a role in common, but every phase under --min-share: fails too, and says so
+    a, b = _runs(tmp_path, 20, 20)  # load 40/120 of the time, step 80/120
+    proc = lp(tmp_path, "compare", a, b, "--fail-over", "20", "--min-share", "90")
+    assert proc.returncode == 1
+    assert "none of the 2 phase(s) in both runs took --min-share 90%" in proc.stdout
+    # without a gate, nothing compared is no failure: compare only shows
+    assert lp(tmp_path, "compare", "a", "b").returncode == 0
+
+
+def test_fail_over_takes_a_percentage_with_or_without_percent_sign(tmp_path):
+    a, b = _runs(tmp_path, 10, 13)  # step +30% per call, load unchanged
+    for pct in ("20", "20%", " 20% "):
+        proc = lp(tmp_path, "compare", a, b, "--fail-over", pct)
+        assert proc.returncode == 1, (pct, proc.stdout, proc.stderr)
+        assert "grew by more than 20%" in proc.stdout and "+30%" in proc.stdout
+    for pct in ("40", "40%"):
+        proc = lp(tmp_path, "compare", a, b, "--fail-over", pct)
+        assert proc.returncode == 0 and "2 phase(s) compared" in proc.stdout
+    # 0.2 reads as a fraction: refused with the two ways to say what was meant
+    proc = lp(tmp_path, "compare", a, b, "--fail-over", "0.2")
+    assert proc.returncode == 2 and "looks like a fraction" in proc.stderr
+    assert "write 20 (or 20%)" in proc.stderr and "0.2%" in proc.stderr
+    # ... and 0.2% is 0.2 percent, on purpose: +30% is far over it
+    proc = lp(tmp_path, "compare", a, b, "--fail-over", "0.2%")
+    assert proc.returncode == 1 and "grew by more than 0.2%" in proc.stdout
+    proc = lp(tmp_path, "compare", a, b, "--fail-over", "twenty")
+    assert proc.returncode == 2 and "not a percentage" in proc.stderr
+
+
+def test_a_phase_typo_lists_the_phases_there_are(tmp_path):
+    a, b = _runs(tmp_path, 10, 13)
+    proc = lp(tmp_path, "compare", a, b, "--fail-over", "20", "--phase", "stpe")
+    assert proc.returncode == 2
+    assert "--phase 'stpe': no such phase in both runs (did you mean step?)" in proc.stderr
+    assert "phases in both: load, step" in proc.stderr
+    proc = lp(tmp_path, "compare", a, b, "--fail-over", "20", "--phase", "step")
+    assert proc.returncode == 1 and "1 phase(s)" in proc.stdout
