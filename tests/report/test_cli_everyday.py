@@ -107,3 +107,55 @@ def test_a_phase_typo_lists_the_phases_there_are(tmp_path):
     assert "phases in both: load, step" in proc.stderr
     proc = lp(tmp_path, "compare", a, b, "--fail-over", "20", "--phase", "step")
     assert proc.returncode == 1 and "1 phase(s)" in proc.stdout
+
+
+# -- item 2: record reports the directory the run wrote, and passes the status through --
+
+OWN_RUN_DIR = """
+import sys
+from lineprofiler.accounting import Profiler
+
+with Profiler(run_dir=sys.argv[1], role="solo") as p:
+    for _ in range(int(sys.argv[2])):
+        with p.phase("step"):
+            pass
+if len(sys.argv) > 4:  # a second run directory of the same command
+    with Profiler(run_dir=sys.argv[4], role="other") as p:
+        with p.phase("step"):
+            pass
+sys.exit(int(sys.argv[3]))
+"""
+
+
+def test_record_reports_the_run_dir_the_script_chose(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(OWN_RUN_DIR)
+    cmd = ["record", "--json", "--no-samples", "--", sys.executable, script]
+    proc = lp(tmp_path, *cmd, "mydir", "3", "0")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["run"]["roles"] == {"solo": 1}
+    (step,) = [p for r in doc["roles"] for p in r["phases"] if p["path"] == ["step"]]
+    assert step["calls"] == 3  # the three entries the script made
+    assert f"wrote to {tmp_path / 'mydir'}, not --run-dir {tmp_path / 'profile'}" in proc.stderr
+    assert not (tmp_path / "profile").exists()
+    # status 0 is not announced (the README's `> /dev/null` examples stay quiet) ...
+    assert "exited with status" not in proc.stderr
+    # ... another is, and passes through, with the report still printed
+    proc = lp(tmp_path, *cmd, "mydir2", "2", "3")
+    assert proc.returncode == 3 and "exited with status 3" in proc.stderr
+    assert json.loads(proc.stdout)["run"]["roles"] == {"solo": 1}
+    # two run directories: the first is reported, the other named
+    proc = lp(tmp_path, *cmd, "one", "1", "0", "two")
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["run"]["roles"] == {"solo": 1}
+    assert f"also wrote to {tmp_path / 'two'}" in proc.stderr
+    # the script writing where record asked: nothing said about directories
+    proc = lp(tmp_path, "record", "--run-dir", "r", "--", sys.executable, script, "r", "1", "0")
+    assert proc.returncode == 0 and "SOLO" in proc.stdout and proc.stderr == ""
+
+
+def test_record_help_says_which_run_dir_wins(tmp_path):
+    out = " ".join(lp(tmp_path, "record", "--help").stdout.split())
+    assert "unless the command's code passes its own Profiler(run_dir=...), which wins" in out
+    assert "exits with the command's own exit status" in out
