@@ -159,3 +159,102 @@ def test_record_help_says_which_run_dir_wins(tmp_path):
     out = " ".join(lp(tmp_path, "record", "--help").stdout.split())
     assert "unless the command's code passes its own Profiler(run_dir=...), which wins" in out
     assert "exits with the command's own exit status" in out
+
+
+# -- item 4: top --
+
+LIVE = """
+import sys, time
+from lineprofiler.accounting import Profiler
+run_dir, interval_s, seconds = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+before = time.time()  # the profiler's first write comes after this
+p = Profiler(run_dir=run_dir, role="worker", enabled=True, snapshot_interval_s=interval_s,
+             sample_interval_s=0.1)
+print(before, flush=True)
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    with p.phase("work"):
+        time.sleep(0.02)
+p.close()
+"""
+
+
+def _start_live(tmp_path: Path, run_dir: str, interval_s: float, seconds: float):
+    script = tmp_path / "live.py"
+    script.write_text(LIVE)
+    child = subprocess.Popen(
+        [sys.executable, script, run_dir, str(interval_s), str(seconds)],
+        cwd=tmp_path,
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    return child, float(child.stdout.readline())
+
+
+def _seconds(text: str) -> float:
+    """A duration as fmt_duration prints it below a minute (``850ns``, ``9.4ms``, ``28.3s``)."""
+    for unit, scale in (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0)):
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * scale
+    raise AssertionError(text)
+
+
+def test_top_of_a_missing_directory_fails_at_once_as_report_does(tmp_path):
+    report = lp(tmp_path, "report", "nope")
+    top = lp(tmp_path, "top", "nope", timeout=30)  # it used to wait forever
+    assert top.returncode == report.returncode == 2
+    assert top.stderr.replace("lineprofiler top", "lineprofiler report") == report.stderr
+
+
+def test_top_in_the_first_interval_says_when_the_first_write_is_due(tmp_path):
+    import time
+
+    child, before = _start_live(tmp_path, "live", 30.0, 60.0)
+    try:
+        proc = lp(tmp_path, "top", "live", "-n", "1")
+        seen_at = time.time()
+    finally:
+        child.kill()
+        child.wait()
+    assert proc.returncode == 0, proc.stderr
+    assert "(q quits)" not in proc.stdout  # piped: there is no key to press
+    line = next(ln for ln in proc.stdout.splitlines() if "have not written a phase yet" in ln)
+    assert line.startswith("1 process(es)")
+    due_s = _seconds(line.rsplit(" ", 1)[1])
+    # the first write came after `before` and before top read it; the next is 30 s after it
+    # (printed to 0.1 s: +-0.05)
+    assert 30.0 - (seen_at - before) - 0.05 <= due_s <= 30.0 + 0.05, (due_s, line)
+
+
+def test_top_between_writes_says_since_when_and_keeps_the_last_interval(tmp_path):
+    child, _ = _start_live(tmp_path, "live", 2.0, 60.0)
+    try:
+        proc = lp(tmp_path, "top", "live", "--interval", "0.25", "-n", "20")
+    finally:
+        child.kill()
+        child.wait()
+    assert proc.returncode == 0, proc.stderr
+    frames = proc.stdout.split("--- ")[1:]
+    assert len(frames) == 20  # the run goes on: -n ends it
+    stalls = [f for f in frames if "No new snapshot since" in f and "(none yet)" not in f]
+    # 20 refreshes at least 0.25 s apart (5 s or more) and a write every 2 s: some refreshes
+    # after the second write see no new one
+    assert stalls, proc.stdout
+    for f in stalls:
+        since = float(f.split("No new snapshot since ")[1].split("s")[0])
+        assert since <= 2.0 + 5.0, f  # the newest write's age (2 s apart), not the run's
+        work = next(ln.split() for ln in f.splitlines() if ln.strip().startswith("work"))
+        # 'last' is the interval between the two newest writes: the child was in "work" all the
+        # time (sleeping 20 ms per entry), so never 0 — the stall of old
+        assert _seconds(work[1]) > 0.1, f
+
+
+def test_top_piped_ends_with_the_run_and_says_it_finished(tmp_path):
+    child, _ = _start_live(tmp_path, "done", 0.5, 1.0)
+    child.wait(timeout=60)
+    proc = lp(tmp_path, "top", "done", "--interval", "0.2", timeout=60)  # no -n: it must end
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("--- ") == 1
+    assert "1 finished" in proc.stdout and "the run has finished" in proc.stdout
+    assert "RSS at the end" in proc.stdout and "RSS now" not in proc.stdout

@@ -1,4 +1,6 @@
-"""``lineprofiler top DIR [--interval S]``: a live view of a run in progress (``report.live``)."""
+"""``lineprofiler top DIR [--interval S]``: a live view of a run in progress (``report.live``).
+
+A missing directory is an error at once (exit 2); piped, it ends when every process finished."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ examples:
   lineprofiler top profile/                 refresh every 2 s; q or Ctrl-C quits
   lineprofiler top profile/ --interval 10   on a big job or a slow shared filesystem
   lineprofiler top profile/ -n 1 > now.txt  one plain-text frame (not a terminal: no redraw)
+  lineprofiler top profile/ | tee top.log   piped: frames until every process has finished
 """
 
 
@@ -37,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=0,
         metavar="N",
-        help="stop after N refreshes (default: until q or Ctrl-C)",
+        help="stop after N refreshes (default: until q or Ctrl-C; when not on a terminal, "
+        "also once every process of the run has finished)",
     )
 
 
