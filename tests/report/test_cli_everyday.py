@@ -258,3 +258,146 @@ def test_top_piped_ends_with_the_run_and_says_it_finished(tmp_path):
     assert proc.stdout.count("--- ") == 1
     assert "1 finished" in proc.stdout and "the run has finished" in proc.stdout
     assert "RSS at the end" in proc.stdout and "RSS now" not in proc.stdout
+
+
+# -- item 5: serve --
+
+SERVE_CHILD = """
+import sys, time
+from lineprofiler.accounting import Profiler
+before = time.time()
+p = Profiler(run_dir=sys.argv[1], role="trainer", enabled=True, snapshot_interval_s=30,
+             sample_interval_s=None)
+for _ in range(5):
+    with p.phase("step"):
+        time.sleep(0.01)
+print(before, flush=True)
+sys.stdin.readline()  # the test says when to close
+p.close()
+"""
+
+
+class _Serve:
+    """``python -m lineprofiler serve DIR --port 0 --interval 0``; ``lines``: its stderr lines up
+    to and including the one naming its URL."""
+
+    def __init__(self, cwd: Path, run_dir: str, started=None):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "lineprofiler", "serve", run_dir, "--port", "0",
+             "--interval", "0"],
+            cwd=cwd, env=child_env(), stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            self.lines = [self.proc.stderr.readline()]
+            if started is not None:  # serve is waiting: start the run now
+                started(self.proc)
+            while "http://" not in self.lines[-1] and self.lines[-1]:
+                self.lines.append(self.proc.stderr.readline())
+            import re
+
+            m = re.search(r"http://127\.0\.0\.1:(\d+)/metrics", self.lines[-1])
+            assert m is not None, self.lines
+        except BaseException:
+            self.close()
+            raise
+        self.base = f"http://127.0.0.1:{m.group(1)}"
+
+    def get(self, path: str) -> tuple[int, str]:
+        import urllib.error
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(self.base + path, timeout=30) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    def metrics(self) -> dict:
+        from prometheus_client.parser import text_string_to_metric_families
+
+        status, text = self.get("/metrics")
+        assert status == 200
+        return {f.name: f for f in text_string_to_metric_families(text)}
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        self.proc.stderr.close()
+
+
+def _serve_child(tmp_path: Path, run_dir: str) -> subprocess.Popen:
+    script = tmp_path / "serve_child.py"
+    script.write_text(SERVE_CHILD)
+    return subprocess.Popen(
+        [sys.executable, script, run_dir], cwd=tmp_path, env=child_env(),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def _value(fams: dict, name: str, suffix: str = "") -> float | None:
+    fam = fams.get(name)
+    got = [s.value for s in fam.samples if s.name == name + suffix] if fam else []
+    assert len(got) <= 1
+    return got[0] if got else None
+
+
+def test_serve_answers_metrics_an_index_and_404(tmp_path):
+    import pytest
+
+    pytest.importorskip("prometheus_client")
+    write_worker(tmp_path / "run", worker_doc(role="a", pid=1, threads=[Ph(("x",), [MS] * 3)]))
+    served = _Serve(tmp_path, "run")
+    try:
+        assert _value(served.metrics(), "lineprofiler_phase_calls", "_total") == 3
+        status, page = served.get("/")
+        assert status == 200 and 'href="metrics"' in page
+        for path in ("/metricz", "/metrics/", "/favicon.ico", "/x/metrics"):
+            status, body = served.get(path)
+            assert status == 404 and "lineprofiler_" not in body, path
+    finally:
+        served.close()
+
+
+def test_serve_waits_for_the_run_and_says_what_is_live(tmp_path):
+    import time
+
+    import pytest
+
+    pytest.importorskip("prometheus_client")
+    children: list[subprocess.Popen] = []
+
+    def start_the_run(serve: subprocess.Popen) -> None:
+        time.sleep(1.0)
+        assert serve.poll() is None  # still waiting for the directory, not failed
+        children.append(_serve_child(tmp_path, "later"))
+
+    served = None
+    try:
+        # serve started before the run: it waits, says so, then serves
+        served = _Serve(tmp_path, "later", start_the_run)
+        assert "waiting for later" in served.lines[0], served.lines
+        (child,) = children
+        before = float(child.stdout.readline())  # five steps done, not written yet (30 s)
+        fams = served.metrics()
+        seen_at = time.time()
+        # the report's LIVE semantics: going on, one process whose first write is to come
+        assert _value(fams, "lineprofiler_run_live_seconds") is not None
+        assert _value(fams, "lineprofiler_processes_not_written_yet") == 1
+        due = _value(fams, "lineprofiler_next_write_seconds")
+        assert 30 - (seen_at - before) - 0.5 <= due <= 30.0, due
+        assert not _value(fams, "lineprofiler_phase_calls", "_total")
+        # the child closes: its five entries, and the run is no longer live
+        child.stdin.write("\n")
+        child.stdin.flush()
+        assert child.wait(timeout=60) == 0
+        fams = served.metrics()
+        assert _value(fams, "lineprofiler_phase_calls", "_total") == 5
+        assert _value(fams, "lineprofiler_run_live_seconds") is None
+        assert _value(fams, "lineprofiler_processes_not_written_yet") is None
+    finally:
+        for c in children:
+            if c.poll() is None:
+                c.kill()
+                c.wait()
+        if served is not None:
+            served.close()
