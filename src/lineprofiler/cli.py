@@ -62,11 +62,11 @@ COMMANDS: dict[str, Command] = {
     ),
     "run": Command(
         "lineprofiler.line.cli_run",
-        "run a script (or -m module) under the line profiler and print its slowest lines",
+        "Run a script (or -m module) under the line profiler and print its slowest lines.",
     ),
     "show": Command(
         "lineprofiler.line.cli_show",
-        "print a line profile saved with --json (or LineProfiler.dump_json) again",
+        "Print a line profile saved with --json (or LineProfiler.dump_json) again.",
     ),
 }
 

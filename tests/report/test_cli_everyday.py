@@ -401,3 +401,36 @@ def test_serve_waits_for_the_run_and_says_what_is_live(tmp_path):
                 c.wait()
         if served is not None:
             served.close()
+
+
+# -- item 8: --help --
+
+
+def _option_help(out: str, option: str) -> str | None:
+    """The help text of ``option`` in a --help page (up to the next option or section)."""
+    import re
+
+    m = re.search(rf"^  (?:-\w, )?{re.escape(option)}\b(.*?)(?=^  -|^\S|\Z)", out, re.M | re.S)
+    return " ".join(m.group(1).split()) if m else None
+
+
+def test_every_subcommand_help_has_examples_in_one_style(tmp_path):
+    import re
+
+    from lineprofiler.cli import COMMANDS
+
+    tops = {}
+    for name, command in COMMANDS.items():
+        assert command.help[0].isupper() and command.help.endswith("."), name
+        out = lp(tmp_path, name, "--help").stdout
+        assert "examples:" in out, name
+        examples = out.split("examples:", 1)[1]
+        assert re.search(rf"^  (\S.* )?lineprofiler {name}\b", examples, re.M), (name, examples)
+        flat = " ".join(out.split())
+        assert not re.search(r"\(\d+\)", flat), (name, flat)  # "(default 30)", never "(30)"
+        tops[name] = _option_help(out, "--top")
+    # --top's default differs (10, 20, 8, 30): each says what it counts, and its default
+    assert {n for n, t in tops.items() if t} == {"report", "compare", "top", "run", "show"}
+    for name, text in tops.items():
+        if text:
+            assert "(default" in text and re.search(r"phases|lines", text), (name, text)

@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULT_TOP,
         metavar="N",
-        help=f"phases listed per role (default {DEFAULT_TOP})",
+        help=f"dominant phases listed per role, by time in the last interval "
+        f"(default {DEFAULT_TOP})",
     )
     parser.add_argument(
         "-n",
