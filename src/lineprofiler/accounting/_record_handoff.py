@@ -20,8 +20,9 @@ def announce_run_dir(run_dir: Path) -> None:
         return
     try:
         # O_NONBLOCK: a FIFO planted there fails at once instead of blocking the user's program
-        flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-        fd = os.open(target, flags)
+        fd = os.open(
+            target, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+        )
     except OSError:
         return
     try:

@@ -35,6 +35,9 @@ from lineprofiler.runfile.layout import (
     ENV_RUN_DIR,
     ENV_RUN_ID,
 )
+from lineprofiler.runfile.safe_read import UnsafeFile, read_regular
+
+HANDOFF_LIMIT = 64 << 20  # the hand-off file: one path per enabled profiler of the command
 
 EXAMPLES = """\
 examples:
@@ -121,8 +124,8 @@ def main(args: argparse.Namespace) -> int:
 def _announced_dirs(handoff: Path) -> list[Path]:
     """The run directories the command's profilers announced, first-announced first."""
     try:
-        raw = handoff.read_bytes()
-    except OSError:
+        raw = read_regular(handoff, HANDOFF_LIMIT, within=handoff.parent)
+    except UnsafeFile:
         return []
     names = [os.fsdecode(n) for n in raw.split(b"\0") if n]
     return [Path(n) for n in dict.fromkeys(names)]
@@ -143,7 +146,7 @@ def _report_dir(run_dir: Path, written: list[Path]) -> Path:
     if others:
         print(
             "lineprofiler record: the command also wrote to "
-            f"{', '.join(terminal_safe(str(d)) for d in others)} "
+            f"{terminal_safe(', '.join(str(d) for d in others))} "
             "(lineprofiler report DIR for each)",
             file=sys.stderr,
         )

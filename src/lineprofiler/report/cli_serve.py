@@ -94,7 +94,7 @@ def main(args: argparse.Namespace) -> int:
     except Exception as exc:  # never a traceback on a user's terminal
         return internal_error("serve", exc)
     print(
-        f"serving {term(args.run_dir)} at http://{term(args.host)}:{server.server_port}/metrics "
+        f"serving {term(args.run_dir)} at http://{term(args.host)}:{server.server_port:d}/metrics "
         f"(merged at most every {args.interval:g}s)",
         file=sys.stderr,
         flush=True,
