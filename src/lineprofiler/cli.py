@@ -64,11 +64,11 @@ COMMANDS: dict[str, Command] = {
     ),
     "run": Command(
         "lineprofiler.line.cli_run",
-        "run a script (or -m module) under the line profiler and print its slowest lines",
+        "Run a script (or -m module) under the line profiler and print its slowest lines.",
     ),
     "show": Command(
         "lineprofiler.line.cli_show",
-        "print a line profile saved with --json (or LineProfiler.dump_json) again",
+        "Print a line profile saved with --json (or LineProfiler.dump_json) again.",
     ),
 }
 
@@ -137,7 +137,8 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="print the directory of lineprofilerConfig.cmake (find_package), then exit",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # Not dest="command": a subcommand's own positional of that name (record's) would overwrite it.
+    sub = parser.add_subparsers(dest="_command", metavar="COMMAND")
     commands: dict[str, argparse.ArgumentParser] = {}
     parser.set_defaults(_commands=commands)
     for name, command in COMMANDS.items():
@@ -181,10 +182,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             argv = [argv[0], *own]
     args, extra = parser.parse_known_args(argv)
     if extra:  # said by the subcommand's parser, which knows its options
-        args._commands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(extra)}")
+        args._commands.get(args._command, parser).error(
+            f"unrecognized arguments: {' '.join(extra)}"
+        )
     if target_argv is not None:
         args.target_argv = target_argv
-    if args.command is None and (args.includes or args.cmake_dir):
+    if args._command is None and (args.includes or args.cmake_dir):
         print(_build_paths(args))
         return 0
     if not getattr(args, "_main", None):

@@ -50,9 +50,12 @@ def test_record_runs_the_command_and_prints_its_report(tmp_path):
 
 
 def test_record_of_a_command_that_never_profiles_says_why(tmp_path):
+    # the command's own exit status passes through (a CI job fails only when the job did)
     proc = cli(tmp_path, "record", "--", sys.executable, "-c", "print('hi')")
-    assert proc.returncode == 2 and "hi" in proc.stdout
+    assert proc.returncode == 0 and "hi" in proc.stdout
     assert "Did the command build a Profiler" in proc.stderr
+    proc = cli(tmp_path, "record", "--", sys.executable, "-c", "raise SystemExit(5)")
+    assert proc.returncode == 5 and "Did the command build a Profiler" in proc.stderr
 
 
 def test_version_and_suggestions(tmp_path):
@@ -63,7 +66,7 @@ def test_version_and_suggestions(tmp_path):
     proc = cli(tmp_path, "report", "x", "--jsn")
     assert proc.returncode == 2 and "did you mean --json?" in proc.stderr
     proc = cli(tmp_path, "report", "--help")
-    assert proc.returncode == 0 and "examples:" not in proc.stdout or True
+    assert proc.returncode == 0 and "examples:" in proc.stdout
     proc = cli(tmp_path, "--help")
     assert "lineprofiler record -- python train.py" in proc.stdout
 

@@ -19,7 +19,8 @@ def test_last_interval_and_since_start(tmp_path):
     # and 58, 59 (nothing read); RSS is each process's last row, 100 MB + 1 kB x rank
     lines = frame(first, None, 0.0, T0 + 61.0, 4.0)
     assert f"disk read {fmt_bytes(16 * 1_000_000)}," in lines[2]
-    assert f"RSS now {fmt_bytes(16 * 100_000_000 + 1000 * sum(range(16)))}" in lines[2]
+    # every process has finished: the last RSS is the end's, not "now"
+    assert f"RSS at the end {fmt_bytes(16 * 100_000_000 + 1000 * sum(range(16)))}" in lines[2]
     assert "16 processes: 0 alive, 0 stale, 16 finished" in "\n".join(lines)
 
     # every process then records 50 more 2 ms entries of step/data (and 1,600 more samples)

@@ -19,7 +19,14 @@ from types import TracebackType
 from typing import Any
 
 from lineprofiler import _core
-from lineprofiler.accounting import _after_close, _identity, _lifecycle, capabilities, torch_support
+from lineprofiler.accounting import (
+    _after_close,
+    _identity,
+    _lifecycle,
+    _record_handoff,
+    capabilities,
+    torch_support,
+)
 from lineprofiler.accounting.backends import Backend, BackendWindow, parse_backend, parse_window
 from lineprofiler.accounting.export import DeltaCursor, SnapshotCallback, SnapshotCallbacks
 from lineprofiler.runfile.layout import (
@@ -248,6 +255,7 @@ class Profiler(_core.PhaseFront):
         if self.annotate or self.backend is not None:
             self._setup_wrapped_phase()
         self._prepare_run_dir()
+        _record_handoff.announce_run_dir(self.run_dir)  # under `lineprofiler record`: where
         self._flush(final=False)  # a worker is visible from its first moment
         _lifecycle.attach(self)  # threads; environment, atexit, signals, fork, multiprocessing
         if install:

@@ -15,6 +15,17 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 
+EXAMPLES = """\
+examples:
+  lineprofiler run train.py --epochs 3            the slowest lines of the project's code
+  lineprofiler run -m mypackage.train --top 20    a module, like python -m
+  lineprofiler run --per-function --by self app.py
+                                                  one table per function, by self time
+  lineprofiler run --json prof.json train.py      also save it: lineprofiler show prof.json
+
+Only the options before the script (or -m MODULE) are run's; the rest are the script's.
+"""
+
 # Our options that take a value (the value is not the script).
 _WITH_VALUE = {
     "--project-folder",
@@ -29,7 +40,7 @@ _WITH_VALUE = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module like python -m")
+    parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, like python -m")
     parser.add_argument(
         "--project-folder",
         metavar="DIR",
@@ -57,9 +68,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_view_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of what is printed, shared by ``run`` and ``show``: top, unit, ranking."""
-    parser.add_argument("--top", type=int, default=30, metavar="N", help="lines to show (30)")
     parser.add_argument(
-        "--min-time-us", type=float, default=0.0, metavar="US", help="hide faster lines"
+        "--top",
+        type=int,
+        default=30,
+        metavar="N",
+        help="lines listed in the top list, across all functions, ranked by --by (default 30)",
+    )
+    parser.add_argument(
+        "--min-time-us",
+        type=float,
+        default=0.0,
+        metavar="US",
+        help="hide lines that took less than US microseconds (default 0: none hidden)",
     )
     parser.add_argument(
         "--by",

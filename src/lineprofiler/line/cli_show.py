@@ -9,6 +9,13 @@ import sys
 
 from lineprofiler.line.cli_run import add_view_arguments
 
+EXAMPLES = """\
+examples:
+  lineprofiler show prof.json                      the saved profile's slowest lines
+  lineprofiler show prof.json --by self --top 10   ranked by self time instead
+  lineprofiler show prof.json --per-function --unit ms
+"""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE.json", help="the saved line profile")

@@ -18,6 +18,13 @@ from lineprofiler.report.merge import RunError, merge_run
 from lineprofiler.report.model import Attempt
 from lineprofiler.report.units import fmt_utc, terminal_safe
 
+EXAMPLES = """\
+examples:
+  lineprofiler attempts profile/                     every launch into profile/, oldest first
+  lineprofiler attempts profile/ --json              the same as data
+  lineprofiler report profile/ --attempt ID          then report one of them
+"""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="DIR", help="the run directory (Profiler's run_dir)")

@@ -2,18 +2,21 @@
 
 Reads phases only (never resource samples). Exit status 2 when either directory cannot be
 reported (or an option is bad); a run with unreadable workers still compares, and its caveats are
-printed. With ``--fail-over`` it is a CI gate (report/gate.py): exit 1 when a phase regressed,
-the regressions printed first; 0 otherwise.
+printed. With ``--fail-over`` it is a CI gate (report/gate.py): exit 1 when a phase regressed
+(the regressions printed first) or when no phase could be compared (and why); 0 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 
 from lineprofiler.report.cli_report import emit, fail, internal_error
 from lineprofiler.report.compare import DEFAULT_COMPARE_TOP
 from lineprofiler.report.gate import DEFAULT_METRIC, DEFAULT_MIN_SHARE_PCT, METRICS, GateSpec
 from lineprofiler.report.merge import RunError, merge_run
+
+_LISTED = 30  # phases named when --phase matches none
 
 EXAMPLES = """\
 examples:
@@ -38,10 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     gate = parser.add_argument_group("regression gate (CI)")
     gate.add_argument(
         "--fail-over",
-        type=float,
+        type=percent,
         metavar="PCT",
         help="exit 1 when a phase present in both runs got slower by more than PCT percent "
-        "(regressions printed first); exit 0 otherwise",
+        "(20 or 20%%; regressions printed first), or when no phase could be compared; "
+        "exit 0 otherwise",
     )
     gate.add_argument(
         "--metric",
@@ -65,6 +69,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="gate only this phase (its full name a/b or its last part); repeatable",
     )
+
+
+def percent(text: str) -> float:
+    """--fail-over's value in percent: ``20`` or ``20%``. A bare value between 0 and 1 is
+    refused: ``0.2`` is far more often a fraction meant as 20% than a 0.2% gate."""
+    value = text.strip()
+    explicit = value.endswith("%")
+    try:
+        pct = float(value[:-1] if explicit else value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text!r} (e.g. 20 or 20%)") from None
+    if not explicit and 0 < pct < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text} looks like a fraction, but PCT is in percent: write {pct * 100:g} "
+            f"(or {pct * 100:g}%) for {pct * 100:g}%, or {text}% for {text} percent"
+        )
+    return pct
 
 
 def _gate_spec(args: argparse.Namespace) -> GateSpec | str:
@@ -98,12 +119,24 @@ def main(args: argparse.Namespace) -> int:
         b = merge_run(args.run_b, with_samples=False)
         c = compare_runs(a, b, args.top, spec or None)
         if c.gate is not None and c.gate.unmatched:
-            names = ", ".join(repr(n) for n in c.gate.unmatched)
-            return fail("compare", f"--phase {names}: no such phase in both runs")
+            return fail("compare", _unmatched_message(c.gate.unmatched, c.gate.available))
         out = render_compare_json(c) if args.json else render_compare_text(c)
     except RunError as exc:
         return fail("compare", str(exc))
     except Exception as exc:  # never a traceback on a user's terminal
         return internal_error("compare", exc)
     emit(out)
-    return 1 if c.gate is not None and c.gate.regressions else 0
+    return 1 if c.gate is not None and not c.gate.passed else 0
+
+
+def _unmatched_message(unmatched: list[str], available: list[str]) -> str:
+    """--phase names that match nothing, with the nearest phase and the phases there are."""
+    names = ", ".join(repr(n) for n in unmatched)
+    choices = set(available) | {a.rsplit("/", 1)[-1] for a in available}
+    near = [m for n in unmatched for m in difflib.get_close_matches(n, sorted(choices), n=1)]
+    hint = f" (did you mean {', '.join(near)}?)" if near else ""
+    if not available:
+        return f"--phase {names}: no such phase in both runs{hint}; the runs share no phase"
+    shown = ", ".join(available[:_LISTED])
+    more = f" and {len(available) - _LISTED} more" if len(available) > _LISTED else ""
+    return f"--phase {names}: no such phase in both runs{hint}; phases in both: {shown}{more}"

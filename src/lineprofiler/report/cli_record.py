@@ -2,8 +2,11 @@
 
 Sets ``LINEPROFILER_PROFILE=1``, ``LINEPROFILER_RUN_DIR`` (absolute) and, with ``--role``,
 ``LINEPROFILER_ROLE`` for the command and every process it starts, runs it, and prints the report
-of the run directory when it ends. The command's exit status is ``record``'s (a report that cannot
-be made is said on stderr, and changes it only when the command itself succeeded).
+of the run directory when it ends. A ``Profiler(run_dir=...)`` in the command's code wins over
+``--run-dir``: each enabled profiler appends the directory it writes to a hand-off file record
+names in ``LINEPROFILER_RECORD_DIRS`` (accounting/_record_handoff.py), and record reports that
+directory. The command's exit status is always ``record``'s (a report that cannot be made is
+said on stderr); a non-zero one is also said on stderr.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from lineprofiler.report.cli_report import (
@@ -24,7 +28,16 @@ from lineprofiler.report.cli_report import (
 )
 from lineprofiler.report.merge import RunError, merge_run
 from lineprofiler.report.units import terminal_safe
-from lineprofiler.runfile.layout import ENV_PROFILE, ENV_ROLE, ENV_RUN_DIR, ENV_RUN_ID
+from lineprofiler.runfile.layout import (
+    ENV_PROFILE,
+    ENV_RECORD_DIRS,
+    ENV_ROLE,
+    ENV_RUN_DIR,
+    ENV_RUN_ID,
+)
+from lineprofiler.runfile.safe_read import UnsafeFile, read_regular
+
+HANDOFF_LIMIT = 64 << 20  # the hand-off file: one path per enabled profiler of the command
 
 EXAMPLES = """\
 examples:
@@ -33,7 +46,9 @@ examples:
   lineprofiler record --json -- torchrun --nproc-per-node 4 train.py > report.json
 
 The command's processes join the run by building Profiler(role=...) (or calling
-accounting.phase()); nothing else needs configuring.
+accounting.phase()); nothing else needs configuring. A Profiler(run_dir=...) in the
+command's code wins over --run-dir: record then reports the directory the run wrote.
+record exits with the command's own exit status, whatever the report.
 """
 
 
@@ -42,7 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--run-dir",
         default="profile",
         metavar="DIR",
-        help="where the run's files go (default: profile, under the current directory)",
+        help="where the run's files go (default: profile, under the current directory), unless "
+        "the command's code passes its own Profiler(run_dir=...), which wins",
     )
     parser.add_argument("--role", metavar="R", help="the role of processes that set none")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -59,30 +75,37 @@ def main(args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         return fail("record", "no command to run (usage: lineprofiler record -- python train.py)")
-    run_dir = Path(args.run_dir).absolute()
+    run_dir = Path(os.path.abspath(args.run_dir))  # as Profiler resolves it
     env = dict(os.environ)
     env[ENV_PROFILE] = "1"
     env[ENV_RUN_DIR] = str(run_dir)
     env.pop(ENV_RUN_ID, None)  # a new run: its processes agree on an attempt among themselves
     if args.role:
         env[ENV_ROLE] = args.role
-    try:
-        proc = subprocess.Popen(command, env=env)
-    except OSError as exc:
-        return fail("record", f"cannot run {command[0]!r}: {exc.strerror or exc}")
-    # Ctrl-C reaches the command (same process group); wait for it to finish its own exit path.
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        status = proc.wait()
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    with tempfile.TemporaryDirectory(prefix="lineprofiler-record-") as handoff_dir:
+        handoff = Path(handoff_dir) / "run_dirs"
+        handoff.touch(mode=0o600)
+        env[ENV_RECORD_DIRS] = str(handoff)
+        try:
+            proc = subprocess.Popen(command, env=env)
+        except OSError as exc:
+            return fail("record", f"cannot run {command[0]!r}: {exc.strerror or exc}")
+        # Ctrl-C reaches the command (same process group); wait for it to finish its exit path.
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            status = proc.wait()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        written = _announced_dirs(handoff)
     rc = status if status >= 0 else 128 - status  # killed by a signal: as a shell reports it
-    print(
-        f"lineprofiler record: {terminal_safe(command[0])} exited with status {rc}",
-        file=sys.stderr,
-    )
+    if rc:
+        print(
+            f"lineprofiler record: {terminal_safe(command[0])} exited with status {rc}",
+            file=sys.stderr,
+        )
+    report_dir = _report_dir(run_dir, written)
     try:
-        run = merge_run(run_dir, with_samples=not args.no_samples)
+        run = merge_run(report_dir, with_samples=not args.no_samples)
         out = render_report(run, args.json, iteration=args.iteration)
     except RunError as exc:
         fail(
@@ -90,9 +113,41 @@ def main(args: argparse.Namespace) -> int:
             f"{exc}. Did the command build a Profiler (or call accounting.phase())? Processes "
             f"join the run through {ENV_PROFILE}=1 and {ENV_RUN_DIR}, which record set.",
         )
-        return rc or 2
+        return rc
     except Exception as exc:  # never a traceback on a user's terminal
         internal_error("record", exc)
-        return rc or 1
+        return rc
     emit(out)
     return rc
+
+
+def _announced_dirs(handoff: Path) -> list[Path]:
+    """The run directories the command's profilers announced, first-announced first."""
+    try:
+        raw = read_regular(handoff, HANDOFF_LIMIT, within=handoff.parent)
+    except UnsafeFile:
+        return []
+    names = [os.fsdecode(n) for n in raw.split(b"\0") if n]
+    return [Path(n) for n in dict.fromkeys(names)]
+
+
+def _report_dir(run_dir: Path, written: list[Path]) -> Path:
+    """--run-dir when the run wrote there (or said nothing), else the directory it wrote first;
+    any other directory it wrote is named on stderr."""
+    chosen = run_dir if run_dir in written or not written else written[0]
+    if chosen != run_dir:
+        print(
+            f"lineprofiler record: the command's Profiler(run_dir=...) wrote to "
+            f"{terminal_safe(str(chosen))}, not --run-dir {terminal_safe(str(run_dir))}: "
+            "reporting that",
+            file=sys.stderr,
+        )
+    others = [d for d in written if d != chosen]
+    if others:
+        print(
+            "lineprofiler record: the command also wrote to "
+            f"{terminal_safe(', '.join(str(d) for d in others))} "
+            "(lineprofiler report DIR for each)",
+            file=sys.stderr,
+        )
+    return chosen

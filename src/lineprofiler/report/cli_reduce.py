@@ -16,6 +16,14 @@ from lineprofiler.report.merge import RunError, check_run_dir
 from lineprofiler.report.units import terminal_safe
 from lineprofiler.runfile.layout import WORKERS_DIR
 
+EXAMPLES = """\
+examples:
+  lineprofiler reduce profile/                       fold every host's worker files
+  srun --ntasks-per-node=1 lineprofiler reduce profile/ --host "$(hostname)"
+                                                     each node folds its own, in parallel
+  lineprofiler report profile/                       then reads one summary per host
+"""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="DIR", help="the run directory")

@@ -1,4 +1,6 @@
-"""``lineprofiler top DIR [--interval S]``: a live view of a run in progress (``report.live``)."""
+"""``lineprofiler top DIR [--interval S]``: a live view of a run in progress (``report.live``).
+
+A missing directory is an error at once (exit 2); piped, it ends when every process finished."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ examples:
   lineprofiler top profile/                 refresh every 2 s; q or Ctrl-C quits
   lineprofiler top profile/ --interval 10   on a big job or a slow shared filesystem
   lineprofiler top profile/ -n 1 > now.txt  one plain-text frame (not a terminal: no redraw)
+  lineprofiler top profile/ | tee top.log   piped: frames until every process has finished
 """
 
 
@@ -29,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULT_TOP,
         metavar="N",
-        help=f"phases listed per role (default {DEFAULT_TOP})",
+        help=f"dominant phases listed per role, by time in the last interval "
+        f"(default {DEFAULT_TOP})",
     )
     parser.add_argument(
         "-n",
@@ -37,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=0,
         metavar="N",
-        help="stop after N refreshes (default: until q or Ctrl-C)",
+        help="stop after N refreshes (default: until q or Ctrl-C; when not on a terminal, "
+        "also once every process of the run has finished)",
     )
 
 

@@ -163,6 +163,11 @@ def compare_runs(
     if gate is not None:
         pairs = [(rd.name, rd.a, rd.b) for rd in roles if rd.a is not None and rd.b is not None]
         result = check(pairs, gate)  # type: ignore[arg-type]
+        if not pairs:
+            result.why_none = (
+                f"the runs have no role in common (A: {', '.join(sorted(a.roles)) or 'none'}; "
+                f"B: {', '.join(sorted(b.roles)) or 'none'})"
+            )
     return Comparison(a, b, roles, result)
 
 

@@ -63,6 +63,13 @@ class GateResult:
     regressions: list[Regression]
     checked: int  # phases compared
     unmatched: list[str]  # --phase names found in no role of both runs
+    available: list[str] = field(default_factory=list)  # phases in both runs (--phase's choices)
+    why_none: str = ""  # when nothing was compared: why (the gate then fails)
+
+    @property
+    def passed(self) -> bool:
+        """A gate passes when it compared something and nothing regressed."""
+        return self.checked > 0 and not self.regressions
 
 
 def _cv(row: PhaseRow) -> float:
@@ -114,22 +121,27 @@ def _selected(path: tuple[str, ...], wanted: list[str]) -> str | None:
 def check(roles: list[tuple[str, RoleView, RoleView]], spec: GateSpec) -> GateResult:
     """Checks every phase present in both runs' roles (all of them, whatever ``--top`` shows)."""
     out: list[Regression] = []
-    checked = 0
+    checked = in_both = below_share = no_metric = 0
     matched: set[str] = set()
+    available: set[str] = set()
     for role, va, vb in roles:
         for path, ra in va.phases.items():
             rb = vb.phases.get(path)
             if not path or rb is None or ra.stats.thread_node or rb.stats.thread_node:
                 continue
+            available.add("/".join(path))
             if spec.phases:
                 w = _selected(path, spec.phases)
                 if w is None:
                     continue
                 matched.add(w)
+            in_both += 1
             if ra.share is None or ra.share < spec.min_share:
+                below_share += 1
                 continue
             ia, ib = metric_interval(ra, spec.metric), metric_interval(rb, spec.metric)
             if ia is None or ib is None:
+                no_metric += 1
                 continue
             checked += 1
             low = ib[0] / ia[2] - 1.0 if ia[2] > 0 else 0.0
@@ -138,7 +150,21 @@ def check(roles: list[tuple[str, RoleView, RoleView]], spec: GateSpec) -> GateRe
                 out.append(Regression(role, ra.name, spec.metric, ia[1], ib[1], est, low))
     out.sort(key=lambda r: (-r.change, r.role, r.phase))
     unmatched = [w for w in spec.phases if w not in matched]
-    return GateResult(spec, out, checked, unmatched)
+    why = ""
+    if not checked:
+        if not roles:
+            why = "the runs have no role in common"
+        elif not in_both:
+            selected = " selected by --phase" if spec.phases else ""
+            why = f"no phase{selected} is in both runs"
+        elif below_share == in_both:
+            why = (
+                f"none of the {in_both} phase(s) in both runs took --min-share "
+                f"{spec.min_share * 100:g}% of its role's time in the baseline"
+            )
+        else:
+            why = f"{no_metric} phase(s) in both runs have no {spec.metric} to compare"
+    return GateResult(spec, out, checked, unmatched, sorted(available), why)
 
 
 def _fmt(metric: str, v: float) -> str:
@@ -157,6 +183,8 @@ def render_gate_text(g: GateResult) -> list[str]:
     """The gate's lines, printed before the comparison (regressions first)."""
     pct = f"{g.spec.fail_over * 100:g}%"
     what = _WHAT[g.spec.metric]
+    if not g.checked:
+        return [f"GATE failed: nothing was compared: {g.why_none}", ""]
     if not g.regressions:
         return [
             f"GATE passed: no phase's {what} grew by more than {pct} "
@@ -191,7 +219,8 @@ def gate_document(g: GateResult) -> dict:
             "min_share": g.spec.min_share,
             "phases": list(g.spec.phases),
             "checked": g.checked,
-            "passed": not g.regressions,
+            "passed": g.passed,
+            "why_none": g.why_none or None,
         },
         "regressions": [
             {

@@ -5,15 +5,17 @@ profilers rewrite every ``snapshot_interval_s``), folded in this process unless
 ``$LINEPROFILER_REPORT_JOBS`` is set, plus the tail of each sampler sidecar
 (``report.timeline.recent``), so it needs no server and works on a shared filesystem across nodes.
 
-Numbers per role and dominant phase, *last* (between this refresh and the previous one) and
-*since start* (the whole run so far):
+Numbers per role and dominant phase, *last* (between the two newest snapshots seen: while no
+worker writes, the view says since when, and keeps the latest interval) and *since start* (the
+whole run so far):
 
 - ``time``: process-time in the phase (completed + still open), summed over the role's processes;
 - ``share``: that time over the role's top-level time in the same span;
 - ``wait``: (wall - cpu) / wall of the entries completed in the span, by the report's rule
   (``report.view``: n/a where CPU was not measured, ``async`` where an entry spanned an await);
-- a counter's rate: its count in the span per second of wall-clock time (last: the refresh
-  interval; since start: the run's runtime), summed over processes — the role's throughput.
+- a counter's rate: its count in the span per second of wall-clock time (last: the time
+  between the refreshes that saw the two snapshots; since start: the run's runtime), summed over
+  processes — the role's throughput.
 
 Processes are *finished* (closed), *stale* (not closed, last write older than the report's stale
 threshold) or *alive*; ``age`` is the time since a process's last write.
@@ -74,28 +76,51 @@ def frame(
     window_s: float,
     top: int = DEFAULT_TOP,
     width: int = 120,
+    *,
+    quits: bool = True,
+    stalled_s: float | None = None,
 ) -> list[str]:
-    """The lines of one refresh. ``prev``: the previous refresh's snapshot (None: first);
-    ``dt_s``: wall seconds since it."""
+    """The lines of one refresh. ``prev``: the snapshot the *last* columns are measured from
+    (None: none yet); ``dt_s``: wall seconds between it and ``run``'s. ``quits``: say that q
+    quits (a terminal); ``stalled_s``: no worker wrote since the previous refresh, and the newest
+    write is this many seconds old (the *last* columns then still show the latest interval)."""
     ws = _newest_per_process(run.workers)
     fin = sum(w.final for w in ws)
     stale = sum(1 for w in ws if not w.final and now_unix - w.written_at > stale_after_s(w))
     ages = [max(0.0, now_unix - w.written_at) for w in ws if not w.final]
+    finished = bool(ws) and fin == len(ws)
     lines = [
         f"lineprofiler top  {run.run_dir}  run {run.run_id}  runtime {fmt_duration(run.runtime_ns)}"
-        f"  refresh {window_s:g}s  (q quits)",
+        f"  refresh {window_s:g}s" + ("  (q quits)" if quits else ""),
         f"Processes {len(ws):,}: {len(ws) - fin - stale:,} alive, {stale:,} stale, {fin:,} finished"
-        + (f"   last write {min(ages):.1f}s - {max(ages):.1f}s ago" if ages else ""),
+        + (f"   last write {min(ages):.1f}s - {max(ages):.1f}s ago" if ages else "")
+        + (
+            "   the run has finished: every process closed, the numbers are final"
+            if finished
+            else ""
+        ),
     ]
     raised_shown = any_raised(run)
     rec = recent(run, window_s, int(now_unix * 1e9))
     if rec is None:
         lines.append("I/O, memory: n/a (no sampler rows)")
     else:
+        rss = "RSS at the end" if finished else "RSS now"
         lines.append(
             f"Last {window_s:g}s: disk read {fmt_bytes(rec.read_bytes)}, "
-            f"write {fmt_bytes(rec.write_bytes)}   RSS now {fmt_bytes(rec.rss_bytes)} "
+            f"write {fmt_bytes(rec.write_bytes)}   {rss} {fmt_bytes(rec.rss_bytes)} "
             f"({rec.workers:,} sampled)"
+        )
+    pending = [w.next_write_s for w in ws if w.next_write_s is not None]
+    if pending:
+        lines.append(
+            f"{len(pending):,} process(es) have not written a phase yet: the first periodic write "
+            f"is due in {fmt_duration(int(min(pending) * 1e9))}"
+        )
+    if stalled_s is not None and not finished:
+        lines.append(
+            f"No new snapshot since {stalled_s:.1f}s: 'last' is the interval between the two "
+            "newest snapshots" + ("" if prev is not None else " (none yet)")
         )
     for role in run.roles.values():
         lines.append("")
@@ -113,12 +138,14 @@ def frame(
         lines.append(f"{role.name.upper()}  ({who})")
         totals = phase_rows(role.tree)
         before = (
-            {p: prev[(role.name, p)] for p in role.tree if (role.name, p) in prev} if prev else {}
+            {p: prev[(role.name, p)] for p in role.tree if (role.name, p) in prev}
+            if prev is not None
+            else {}
         )
         last = interval_rows(role.tree, before)
         ranked = sorted(
             (p for p, s in role.tree.items() if p and not s.thread_node),
-            key=lambda p: (-(last[p].time_ns if prev else 0), -role.tree[p].self_ns, p),
+            key=lambda p: (-(last[p].time_ns if prev is not None else 0), -role.tree[p].self_ns, p),
         )[:top]
         nw = max([24] + [len("/".join(p)) + 2 for p in ranked])
         nw = min(nw, max(24, width - 62))
@@ -132,16 +159,16 @@ def frame(
             name = t.label
             if len(name) > nw - 1:
                 name = name[: nw - 2] + "…"
-            last_t = fmt_duration(d.time_ns) if prev else NA
-            last_share = fmt_share(d.share, 0) if prev else NA
-            last_wait = d.wait_text if prev else NA
+            last_t = fmt_duration(d.time_ns) if prev is not None else NA
+            last_share = fmt_share(d.share, 0) if prev is not None else NA
+            last_wait = d.wait_text if prev is not None else NA
             lines.append(
                 f"  {name:<{nw}}{last_t:>11}{last_share:>7}{last_wait:>6}"
                 f"{fmt_duration(t.time_ns):>13}{fmt_share(t.share, 0):>7}{t.wait_text:>6}"
                 + (f"{t.stats.raised:>8,}" if raised_shown else "")
             )
             for c in sorted(t.stats.counters):
-                last_rate = fmt_rate(d.rate(c, dt_s * 1e9)) if prev else NA
+                last_rate = fmt_rate(d.rate(c, dt_s * 1e9)) if prev is not None else NA
                 lines.append(
                     f"  {'  + ' + c:<{nw}}{last_rate:>11}{'':>13}"
                     f"{fmt_rate(t.rate(c, run.runtime_ns)):>13}"
@@ -180,16 +207,27 @@ def run_top(
 ) -> int:
     """Refreshes every ``interval_s`` until ``q``/Ctrl-C (or ``iterations`` refreshes, if > 0).
 
-    Draws in place on a terminal; writes plain frames one after another when ``out`` is not one.
+    Draws in place on a terminal; writes plain frames one after another when ``out`` is not one,
+    and then also ends once every process of the run has finished. A ``run_dir`` that is not a
+    directory is an error at once (exit 2), as ``report`` has it; an empty one is waited on.
     """
     out = out if out is not None else sys.stdout
+    if not os.path.isdir(run_dir):
+        try:
+            merge_run(run_dir, with_samples=False, jobs=1)
+        except RunError as exc:
+            print(f"lineprofiler top: error: {terminal_safe(str(exc))}", file=sys.stderr)
+            return 2
     live = out.isatty() and sys.stdin.isatty()
     keys = _Keys() if live else None
+    heading = f"lineprofiler top  {run_dir}" + ("  (q quits)" if live else "")
     # One process: a refresh re-folds small files often, and starting interpreters every
     # interval cost 4x more on 1,024 workers (benchmarks/bench_top.py); the variable overrides.
     jobs = None if os.environ.get(ENV_JOBS, "").strip() else 1
-    prev: Snapshot | None = None
-    prev_t = time.monotonic()
+    # The *last* columns: from the snapshot before the newest write to the newest one (kept
+    # while no worker writes, instead of a zero interval that would look like a stall).
+    older: tuple[Snapshot, float] | None = None
+    newest: tuple[Snapshot, float, tuple] | None = None
     n = 0
     if live:
         out.write("\x1b[?1049h\x1b[?25l")  # alternate screen, cursor hidden
@@ -197,15 +235,31 @@ def run_top(
         while True:
             t0 = time.monotonic()
             size = shutil.get_terminal_size((120, 40))
+            finished = False
             try:
                 run = merge_run(run_dir, with_samples=False, jobs=jobs)
-                lines = frame(run, prev, t0 - prev_t, time.time(), interval_s, top, size.columns)
-                prev, prev_t = snapshot(run), t0
+                now = time.time()
+                writes = tuple(sorted((str(w.path), w.written_at) for w in run.workers))
+                stalled_s = None
+                if newest is None or writes != newest[2]:
+                    older = (newest[0], newest[1]) if newest is not None else None
+                    newest = (snapshot(run), t0, writes)
+                else:
+                    stalled_s = max(
+                        0.0, now - max((w.written_at for w in run.workers), default=now)
+                    )
+                prev, dt_s = (older[0], newest[1] - older[1]) if older else (None, 0.0)
+                lines = frame(
+                    run, prev, dt_s, now, interval_s, top, size.columns,
+                    quits=live, stalled_s=stalled_s,
+                )  # fmt: skip
+                ws = _newest_per_process(run.workers)
+                finished = bool(ws) and all(w.final for w in ws)
             except RunError as exc:
-                lines = [f"lineprofiler top  {run_dir}  (q quits)", f"waiting: {exc}"]
+                lines = [heading, f"waiting: {exc}"]
             except Exception as exc:  # never a traceback on a live view: say it, and go on
                 lines = [
-                    f"lineprofiler top  {run_dir}  (q quits)",
+                    heading,
                     f"internal error: {type(exc).__name__}: {exc} (please report it)",
                 ]
             # every line through terminal_safe: run ids, roles, phase and counter names are the
@@ -219,7 +273,7 @@ def run_top(
                 out.write(f"--- {stamp} ---\n" + "\n".join(lines) + "\n\n")
             out.flush()
             n += 1
-            if iterations and n >= iterations:
+            if (iterations and n >= iterations) or (finished and not live):
                 return 0
             remaining = interval_s - (time.monotonic() - t0)
             if keys is None:

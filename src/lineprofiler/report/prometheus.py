@@ -26,7 +26,14 @@ Families (labels ``role`` and ``phase``, the phase's full name ``a/b``; times in
 - ``lineprofiler_run_info`` (labels ``run_id``, ``run_dir``) = 1, and
   ``lineprofiler_scrape_merge_seconds``: how long the last merge took;
 - ``lineprofiler_merge_ok``: 1 when the last merge succeeded, 0 when it failed and the families
-  served are an earlier merge's.
+  served are an earlier merge's;
+- while the run goes on (the report's LIVE header): ``lineprofiler_run_live_seconds``, the age of
+  its newest write; ``lineprofiler_processes_not_written_yet``, live processes whose first
+  periodic write (every ``snapshot_interval_s``, 30 s by default) is still to come, so their
+  phases read zero; ``lineprofiler_next_write_seconds``, when the soonest of those writes is due.
+
+Every merge reads the newest snapshot of each worker file: what a process did since its last
+write shows at its next one (or when it closes).
 
 Sampled phases (``sample=``) export their scaled estimates, as the report does.
 """
@@ -183,7 +190,35 @@ def families(run: MergedRun, per_process: bool = False, merge_s: float = 0.0) ->
         "Worker files of the served attempt that could not be used (see the report's caveats).",
     )
     bad.add_metric([], len(run.unreadable))
-    return [calls, seconds, wait, hist, ctr, rate, procs, bad, info, took]
+    return [calls, seconds, wait, hist, ctr, rate, procs, bad, info, took, *_live_families(run)]
+
+
+def _live_families(run: MergedRun) -> list[Any]:
+    """The report's LIVE header as gauges: while the run goes on, how old its newest write is,
+    and how many processes have not written a phase yet (their numbers read zero until their
+    first periodic write, due in the least of ``next_write``)."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    live = GaugeMetricFamily(
+        "lineprofiler_run_live_seconds",
+        "While the run is still going: seconds since its newest worker write (absent once the "
+        "run has finished or gone stale).",
+    )
+    pending = [w.next_write_s for w in run.workers if w.next_write_s is not None]
+    unwritten = GaugeMetricFamily(
+        "lineprofiler_processes_not_written_yet",
+        "Live processes whose first periodic write is still to come: their phases read zero.",
+    )
+    due = GaugeMetricFamily(
+        "lineprofiler_next_write_seconds",
+        "Seconds until the soonest first periodic write of a process not written yet.",
+    )
+    if run.live_s is not None:
+        live.add_metric([], run.live_s)
+        unwritten.add_metric([], len(pending))
+        if pending:
+            due.add_metric([], min(pending))
+    return [live, unwritten, due]
 
 
 def merge_ok_family(ok: bool) -> Any:

@@ -21,6 +21,9 @@ ENV_ROLE = "LINEPROFILER_ROLE"
 ENV_PARENT_ROLE = "LINEPROFILER_PARENT_ROLE"
 # The run-level variables a profiler exports (and its close() restores).
 RUN_ENV_KEYS = (ENV_PROFILE, ENV_RUN_DIR, ENV_RUN_ID, ENV_PARENT_ROLE)
+# Set by ``lineprofiler record``: a file each enabled profiler of the command appends its run
+# directory to (absolute, NUL-terminated), so record reports the directory the run really wrote.
+ENV_RECORD_DIRS = "LINEPROFILER_RECORD_DIRS"
 
 WORKER_FORMAT = "lineprofiler-worker"
 WORKER_SCHEMA_VERSION: int = _cc.WORKER_SCHEMA_VERSION
