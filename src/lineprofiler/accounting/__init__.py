@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineprofiler import _core
 from lineprofiler.accounting.backends import Backend
+from lineprofiler.accounting.handoff import Context, attach, context
 from lineprofiler.accounting.profiler import Profiler, installed_profiler, join_run_hook
 from lineprofiler.runfile.stats import HIST_MAX_REL_ERROR, Histogram, PhaseStats
 
@@ -49,6 +50,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Backend",
+    "Context",
     "HIST_MAX_REL_ERROR",
     "Histogram",
     "MergedRun",
@@ -57,6 +59,8 @@ __all__ = [
     "PhaseStats",
     "Profiler",
     "RunError",
+    "attach",
+    "context",
     "count",
     "current",
     "installed_profiler",
