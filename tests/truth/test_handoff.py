@@ -12,8 +12,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 from lineprofiler import accounting
 from lineprofiler.accounting import Profiler
+from lineprofiler.report.html import render_html
 from lineprofiler.report.json import render_json
 from lineprofiler.report.merge import merge_run
+from lineprofiler.report.reduce import reduce_host
+from lineprofiler.report.text import render_text
 
 MARK = "[threads]"
 
@@ -55,7 +58,25 @@ def test_a_pool_of_4_running_40_tasks_inside_step_nests_them_under_step(tmp_path
     doc = json.loads(render_json(run, top=0))
     (role,) = doc["roles"]
     rows = {ph["name"]: ph for ph in role["phases"]}
-    assert rows["step"]["share"] == 1.0
+    assert rows["step"]["share"] == 1.0 and not rows["step"]["on_threads"]
+    work = rows[f"step/{MARK}/work"]
+    assert work["share"] is None and work["on_threads"] and work["calls"] == 40
+    n = len(tally.threads)  # the pool threads that ran a task, as the tasks saw them
+    assert work["threads"] == n
+    assert all(r["share"] is None or r["share"] <= 1.0 for r in rows.values())
+
+    text = render_text(run, top=0)
+    label = f"step/{MARK}/work (on {n} thread{'' if n == 1 else 's'})"
+    assert any(ln.startswith(label) for ln in text.splitlines()), text
+    assert "work handed to other threads" in text  # the legend says what the row means
+    assert label in render_html(run, top=0)
+
+    # a host summary keeps the thread count
+    for host in run.hosts:
+        reduce_host(tmp_path / "run", host)
+    again = json.loads(render_json(merge_run(tmp_path / "run"), top=0))
+    rows = {ph["name"]: ph for ph in again["roles"][0]["phases"]}
+    assert rows[f"step/{MARK}/work"]["threads"] == n
 
 
 def test_asyncio_to_thread_inside_an_async_phase_nests_the_same_way(tmp_path):
@@ -86,7 +107,7 @@ def test_threads_started_inside_a_phase_attach_only_with_propagate_threads(tmp_p
                     t.start()
                 for t in threads:
                     t.join()
-        assert tally.calls == 3 and len(tally.threads) == 3
+        assert tally.calls == 3
         assert merge_run(run_dir).tree[where].calls == 3
 
 

@@ -15,8 +15,9 @@ import threading
 from typing import Any, Callable
 
 from lineprofiler import _core
+from lineprofiler.runfile.layout import THREADS_MARK  # the element attached work nests under
 
-THREADS_MARK = "[threads]"  # the path element attached work nests under
+__all__ = ["THREADS_MARK", "Context", "attach", "context", "context_of", "install", "uninstall"]
 
 
 class Context:
