@@ -304,8 +304,8 @@ class ThreadState {
   // --- Attaching: work handed to this thread by another keeps the other thread's open phases.
 
   /// Opens, on the active stack, a frame that records nothing (no calls, never reported open)
-  /// whose node is path (name ids, outermost first, from the root of this thread's tree) followed by
-  /// the threads marker (threads_marker_id()): phases entered after it nest there. Returns the
+  /// whose node is path (name ids, outermost first, from the root of this thread's tree) followed
+  /// by the threads marker (threads_marker_id()): phases entered after it nest there. Returns the
   /// level to give detach(); 0 when nothing was attached (inside a skipped sampled entry, or at
   /// the depth limit). Cold path: the hot path is unchanged. Owner only.
   uint32_t attach(const std::vector<uint32_t>& path);

@@ -113,7 +113,8 @@ int api_attach_path(const uint32_t* names, size_t n, lp_frame* frame) {
 void api_detach(lp_frame* frame) {
   Recorder* rec = g_recorder.load(std::memory_order_acquire);
   if (!rec || frame->impl[0] != rec) return;
-  static_cast<ThreadState*>(frame->impl[1])->detach(uint32_t(reinterpret_cast<uintptr_t>(frame->impl[2])));
+  static_cast<ThreadState*>(frame->impl[1])
+      ->detach(uint32_t(reinterpret_cast<uintptr_t>(frame->impl[2])));
 }
 
 void api_attach(const lp_api** slot);

@@ -12,7 +12,8 @@ the same for ``threading.Thread.start``. Nothing here runs on the ``phase()``/``
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from lineprofiler import _core
 from lineprofiler.runfile.layout import THREADS_MARK  # the element attached work nests under

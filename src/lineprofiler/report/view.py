@@ -308,6 +308,12 @@ def any_raised(run: MergedRun) -> bool:
     return any(s.raised for role in run.roles.values() for s in role.tree.values())
 
 
+def any_on_threads(run: MergedRun) -> bool:
+    """Whether any phase of the run is work handed to other threads (a path through
+    ``[threads]``): the text legend then says what such a row means."""
+    return any(THREADS_MARK in p for role in run.roles.values() for p in role.tree)
+
+
 def clock_summary(run: MergedRun) -> tuple[dict[str, int], dict[str | None, int]]:
     """How many workers used each wall clock and each CPU clock tier (None: not measured)."""
     wall: dict[str, int] = {}
