@@ -150,3 +150,10 @@ def test_nothing_installed_context_and_attach_do_nothing():
     with accounting.attach(ctx):
         with accounting.phase("x"):
             pass
+
+
+def test_close_restores_the_executor_and_thread_methods(tmp_path):
+    submit, start = ThreadPoolExecutor.submit, threading.Thread.start
+    with _profiler(tmp_path / "run", propagate_threads=True):
+        assert ThreadPoolExecutor.submit is not submit and threading.Thread.start is not start
+    assert ThreadPoolExecutor.submit is submit and threading.Thread.start is start
