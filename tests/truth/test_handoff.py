@@ -14,6 +14,7 @@ from lineprofiler import accounting
 from lineprofiler.accounting import Profiler
 from lineprofiler.report.html import render_html
 from lineprofiler.report.json import render_json
+from lineprofiler.report.live import frame
 from lineprofiler.report.merge import merge_run
 from lineprofiler.report.reduce import reduce_host
 from lineprofiler.report.text import render_text
@@ -70,6 +71,8 @@ def test_a_pool_of_4_running_40_tasks_inside_step_nests_them_under_step(tmp_path
     assert any(ln.startswith(label) for ln in text.splitlines()), text
     assert "work handed to other threads" in text  # the legend says what the row means
     assert label in render_html(run, top=0)
+    lines = frame(run, None, 1.0, time.time(), 1.0, top=10, width=200)  # `lineprofiler top`
+    assert any(ln.strip().startswith(label) for ln in lines), lines
 
     # a host summary keeps the thread count
     for host in run.hosts:
