@@ -85,6 +85,11 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
     _core.cpu_clock_reprobe(os.environ.get("LINEPROFILER_CPU_CLOCK", "auto"))
     with on_cpu.phase("skip", sample=1e-9):  # use up the one measured entry of that stride
         pass
+    # A profiler whose (this) thread stays attached to another thread's path (accounting.attach):
+    # its phases nest under step/[threads]; against on_cpu's plain phase (issue 33: within 10%).
+    attached = Profiler(run_dir=run_dir, enabled=True, measure_cpu=True, **quiet)
+    opened.append(attached)
+    attached._rec._attach(("step",))
     # A closed profiler, past the one warning its first phase() gives: the C no-ops again.
     closed = Profiler(run_dir=run_dir, enabled=True, measure_cpu=True, **quiet)
     closed.close()
@@ -98,6 +103,7 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
         "on_nocpu": on_nocpu,
         "on_cpu": on_cpu,
         "closed": closed,
+        "attached": attached,
         "accounting": accounting,
         "py": PyPhaseTimer(),
         **{f"tier_{t}": p for t, p in tiers.items()},
@@ -122,6 +128,10 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
         "phase(), enabled=True, measure_cpu=False": ("with on_nocpu.phase('x'): pass", g),
         f"phase(), enabled=True, measure_cpu=True (cpu clock: {auto_tier})": (
             "with on_cpu.phase('x'): pass",
+            g,
+        ),
+        "phase() in a thread attached to another's path, measure_cpu=True": (
+            "with attached.phase('x'): pass",
             g,
         ),
         "phase() inside an asyncio task, measure_cpu=True": (

@@ -125,6 +125,64 @@ TEST_CASE("mark_raised_on counts the entries an exception left, scaled like call
   CHECK(n_sampled->raised == n_sampled->calls);
 }
 
+TEST_CASE("attach nests a thread's phases under another's path, recording no entry itself") {
+  lp::wall_clock_init();
+  lp::Recorder rec(lp::RecorderOptions{false});
+  lp::ThreadState* ts = rec.register_thread("pool");
+  uint32_t iteration = lp::NameTable::instance().intern("iteration");
+  uint32_t self_play = lp::NameTable::instance().intern("self_play");
+  uint32_t search = lp::NameTable::instance().intern("search");
+  int t1, t2, t3;
+  // The handing thread's open path, captured there (markers left out).
+  ts->enter(iteration, &t1);
+  ts->enter(self_play, &t2);
+  std::vector<uint32_t> path = ts->open_path();
+  CHECK(path == std::vector<uint32_t>{iteration, self_play});
+  ts->exit(&t2);
+  ts->exit(&t1);
+
+  uint32_t level = ts->attach(path);
+  REQUIRE(level == 1);
+  CHECK(ts->current_name() == self_play);  // nothing open yet: the phase it was handed from
+  CHECK(ts->open_path() == path);          // a nested hand-off captures the same path
+  for (int i = 0; i < 5; ++i) {
+    ts->enter(search, &t3);
+    ts->exit(&t3);
+  }
+  auto during = rec.snapshot();  // the attached frame is never reported as an open entry
+  const auto* mark = find(during[0], {"iteration", "self_play", "[threads]"});
+  REQUIRE(mark);
+  CHECK(mark->calls == 0);
+  CHECK(mark->open_count == 0);
+  ts->enter(search, &t3);
+  ts->detach(level);  // a phase left open inside is dropped, counted as out of order
+  CHECK(ts->depth() == 0);
+  CHECK(ts->out_of_order_exits.load() == 1);
+  ts->exit(&t3);           // its late exit finds nothing to close
+  ts->detach(level);       // a second detach does nothing
+  ts->enter(search, &t3);  // detached: back at the thread's own root
+  ts->exit(&t3);
+
+  // An out-of-order exit across an attached frame drops it without recording anything there.
+  ts->enter(iteration, &t1);
+  ts->attach(path);
+  ts->enter(search, &t3);
+  ts->exit(&t1);
+  CHECK(ts->depth() == 0);
+
+  auto snap = rec.snapshot();
+  const auto* handed = find(snap[0], {"iteration", "self_play", "[threads]", "search"});
+  REQUIRE(handed);
+  CHECK(handed->calls == 6);  // 5, the dropped one nothing, and the one closed out of order
+  const auto* own = find(snap[0], {"search"});
+  REQUIRE(own);
+  CHECK(own->calls == 1);
+  const auto* n_iter = find(snap[0], {"iteration"});
+  REQUIRE(n_iter);
+  CHECK(n_iter->calls == 2);  // the capture's entry and the out-of-order one; attach adds none
+  CHECK(find(snap[0], {"iteration", "self_play", "[threads]"})->calls == 0);
+}
+
 TEST_CASE("out-of-order exits close the frames above; unmatched exits record nothing") {
   lp::Recorder rec(lp::RecorderOptions{false});
   lp::ThreadState* ts = rec.register_thread("main");

@@ -399,3 +399,56 @@ def test_cpp_scopes_unwound_by_an_exception_count_as_raised(
     attempt = merge_run(tmp_path / "run", with_samples=False).tree[("mcts", "attempt")]
     assert attempt.calls == 10
     assert attempt.raised == (3 if level is None else 0)
+
+
+def test_a_cpp_pool_attached_to_the_python_phase_nests_under_it(tmp_path, ext_dir):
+    """Issue 33: a 4-thread C++ pool (lineprofiler::capture() on the calling thread, Attach in
+    each pool thread) running `search` inside iteration/self_play: its phases nest there behind
+    "[threads]", with the exact counts of the pool's own atomic, and nothing lands at the root."""
+    out = run_ext(
+        f"""
+        from lineprofiler import accounting
+        from lineprofiler.accounting import Profiler
+        import mcts_native
+        prof = {PROFILER}
+        with accounting.phase("iteration"), accounting.phase("self_play"):
+            print(mcts_native.search_in_pool(4, 8, 5, 2))
+        prof.close()
+        """,
+        tmp_path,
+        ext_dir,
+    )
+    simulations = int(out.split()[-1])  # the pool's own count
+    assert simulations == 8 * 5
+    run = merge_run(tmp_path / "run", with_samples=False)
+    tree = run.tree
+    search = ("iteration", "self_play", "[threads]", "search")
+    assert tree[search].calls == 8
+    assert tree[search].counters == {"simulations": simulations}
+    assert tree[search + ("expand", "leaf")].calls == simulations * 2
+    assert tree[search + ("expand",)].counters == {"leaves": simulations * 2}
+    assert 1 <= tree[search].threads <= 4
+    assert [p for p in tree if len(p) == 1] == [("iteration",)]  # nothing at the root
+    assert tree[("iteration",)].calls == 1 and tree[("iteration", "self_play")].calls == 1
+
+
+def test_a_cpp_pool_built_against_an_older_table_is_not_attached(tmp_path, level1_ext_dir):
+    """An extension built with LINEPROFILER_API_LEVEL=1 has no capture()/Attach in its table: the
+    pool records exactly as before, at its threads' roots."""
+    out = run_ext(
+        f"""
+        from lineprofiler import accounting
+        from lineprofiler.accounting import Profiler
+        import mcts_native
+        prof = {PROFILER}
+        with accounting.phase("iteration"):
+            print(mcts_native.search_in_pool(2, 3, 2, 1))
+        prof.close()
+        """,
+        tmp_path,
+        level1_ext_dir,
+    )
+    assert int(out.split()[-1]) == 3 * 2
+    tree = merge_run(tmp_path / "run", with_samples=False).tree
+    assert tree[("search",)].calls == 3
+    assert tree[("search",)].counters == {"simulations": 6}

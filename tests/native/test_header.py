@@ -30,6 +30,7 @@ int main() {{
   lineprofiler::count(kName, 1);
   lineprofiler::count(std::string_view("v"), 2);
   lineprofiler::count("literal", 4);
+  {{ lineprofiler::Context ctx = lineprofiler::capture(); lineprofiler::Attach at(ctx); }}
   {import_call}
   return int(lineprofiler::current().size()) + int(lineprofiler::enabled());
 }}
@@ -43,7 +44,7 @@ def _compile(cxx: str, source: Path, out: Path, extra: list[str]) -> None:
 
 
 @pytest.mark.parametrize("cxx", COMPILERS)
-@pytest.mark.parametrize("level", [1, 2, 3])
+@pytest.mark.parametrize("level", [1, 2, 3, 4])
 @pytest.mark.parametrize("with_python", [False, True])
 def test_headers_compile_warning_free(tmp_path, cxx, level, with_python):
     exe = compiler(cxx)

@@ -273,3 +273,64 @@ def test_cpp_scopes_unwound_by_an_exception_count_as_raised(tmp_path: Path) -> N
     assert (phase(role, "attempt")["calls"], phase(role, "attempt")["raised"]) == (10, 3)
     assert phase(role, "outer/inner")["raised"] == 1
     assert phase(role, "outer")["raised"] == 0
+
+
+POOL = """
+#include <lineprofiler/standalone.hpp>
+
+#include <atomic>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+int main(int, char** argv) {
+  lineprofiler::Profiler prof({.run_dir = argv[1],
+                               .role = "native",
+                               .enabled = true,
+                               .snapshot_interval_s = 0,
+                               .sample_interval_s = 0});
+  std::atomic<int> next{0};
+  std::atomic<long> searched{0};
+  {
+    LP_PHASE("iteration");
+    LP_PHASE("self_play");
+    const lineprofiler::Context ctx = lineprofiler::capture();
+    std::vector<std::thread> pool;
+    for (int t = 0; t < 4; ++t) {
+      pool.emplace_back([&] {
+        lineprofiler::Attach attached(ctx);
+        while (next.fetch_add(1) < 40) {
+          LP_PHASE("search");
+          searched.fetch_add(1);
+        }
+      });
+    }
+    for (std::thread& t : pool) t.join();
+  }
+  prof.close();
+  std::printf("%ld\\n", searched.load());
+  return 0;
+}
+"""
+
+
+def test_a_cpp_pool_attached_to_the_open_phases_nests_under_them(tmp_path: Path) -> None:
+    """A program linked with liblineprofiler.a hands 40 searches to 4 std::threads attached to
+    iteration/self_play: they nest there behind "[threads]", exactly as many as the program's own
+    atomic counted, with no share and nothing at the root."""
+    source = tmp_path / "pool.cpp"
+    source.write_text(POOL)
+    exe = build_direct(tmp_path / "bin", source)
+    run_dir = tmp_path / "run"
+    proc = subprocess.run(
+        [str(exe), str(run_dir)], capture_output=True, text=True, timeout=60, env=child_env()
+    )
+    assert proc.returncode == 0, proc.stderr
+    searched = int(proc.stdout.split()[-1])
+    assert searched == 40
+    role = next(r for r in report_json(run_dir)["roles"] if r["role"] == "native")
+    row = phase(role, "iteration/self_play/[threads]/search")
+    assert row["calls"] == searched and row["on_threads"] and row["share"] is None
+    assert 1 <= row["threads"] <= 4
+    assert [p["name"] for p in role["phases"] if p["depth"] == 1] == ["iteration"]
+    assert phase(role, "iteration")["share"] == 1.0

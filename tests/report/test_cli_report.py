@@ -327,7 +327,7 @@ def assert_stable_keys(doc: dict) -> None:
     assert list(role["phases"][0]) == [
         "path", "name", "depth", "thread", "processes", "calls", "open", "time_ns", "wall_ns",
         "open_ns", "self_ns", "cpu_ns", "wait_ns", "wait_fraction", "async_calls",
-        "async_wall_ns", "raised", "share", "mean_ns", "p50_ns", "p95_ns", "p99_ns", "estimated",
+        "async_wall_ns", "raised", "on_threads", "threads", "share", "mean_ns", "p50_ns", "p95_ns", "p99_ns", "estimated",
         "sample_every", "counters", "io",
     ]  # fmt: skip
     mcts = _phase_by_name(role, "iteration/self_play/mcts")

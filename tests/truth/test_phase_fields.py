@@ -20,10 +20,14 @@ from lineprofiler.runfile.stats import Histogram, PhaseStats
 from lineprofiler.runfile.worker_doc import tree_of_json
 from tests.report.synth import worker_doc, write_worker
 
+# Work two threads were handed inside "step" (accounting.attach): the "[threads]" element makes the
+# reader count the threads that ran it (``threads``), a field no record carries itself.
+LOAD = ("step", "[threads]", "load")
+
 # Two threads' records of one path, every field set (sample_every 1 keeps them exact sums).
 RECORDS = [
     {
-        "path": ["load"],
+        "path": list(LOAD),
         "calls": 4,
         "wall_ns": 40_000,
         "self_ns": 30_000,
@@ -43,7 +47,7 @@ RECORDS = [
         "raised": 3,
     },
     {
-        "path": ["load"],
+        "path": list(LOAD),
         "calls": 1,
         "wall_ns": 8_000,
         "self_ns": 8_000,
@@ -84,6 +88,7 @@ EXPECTED = {
     "min_wall_ns": 8_000,
     "max_wall_ns": 12_000,
     "raised": 4,
+    "threads": 2,  # one per thread record of a path through "[threads]"
 }
 
 
@@ -109,12 +114,12 @@ def test_the_expected_values_cover_every_field_and_none_is_a_default():
 
 def test_tree_of_carries_every_field():
     tree = tree_of_json(json.dumps(_doc()))
-    assert _fields(tree[("load",)]) == EXPECTED
+    assert _fields(tree[LOAD]) == EXPECTED
 
 
 def test_the_merge_carries_every_field(tmp_path):
     write_worker(tmp_path / "run", _doc())
-    merged = merge_run(tmp_path / "run").roles["actor"].tree[("load",)]
+    merged = merge_run(tmp_path / "run").roles["actor"].tree[LOAD]
     assert _fields(merged) == EXPECTED
     assert (merged.processes, merged.sample_rates) == (1, {1})
 
@@ -124,7 +129,7 @@ def test_a_host_summary_carries_every_field(tmp_path):
     write_worker(tmp_path / "run", _doc(101))
     summary, folded = reduce_host(tmp_path / "run", "node01")
     assert folded == 2 and summary.exists()
-    merged = merge_run(tmp_path / "run").roles["actor"].tree[("load",)]
+    merged = merge_run(tmp_path / "run").roles["actor"].tree[LOAD]
     two = {
         f: (
             v * 2
@@ -143,7 +148,7 @@ def test_a_host_summary_carries_every_field(tmp_path):
 
 
 def test_since_differences_every_sum_and_keeps_every_state_and_mark():
-    now = tree_of_json(json.dumps(_doc()))[("load",)]
+    now = tree_of_json(json.dumps(_doc()))[LOAD]
     first = now.since(PhaseStats())
     assert _fields(first) == EXPECTED  # nothing before: the whole history, extremes exact
     before = PhaseStats(
@@ -182,6 +187,7 @@ def test_since_differences_every_sum_and_keeps_every_state_and_mark():
         "min_wall_ns": None,  # an interval's own extremes are not recorded
         "max_wall_ns": None,
         "raised": 3,
+        "threads": 2,  # a mark (how many threads ran it): the latest, not a difference
     }
     assert d.wait_ns is None  # async entries: still "async" in the interval, not a number
     # a restarted worker (sums went down) gives no negative figures

@@ -131,6 +131,39 @@ PyObject* search_in_threads(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+// search_in_pool(threads, searches, simulations, leaves) -> simulations run: a pool of `threads`
+// C++ threads runs `searches` search(simulations, leaves) calls handed out by the calling thread,
+// each thread attached (lineprofiler::Attach) to the phases open where search_in_pool was called,
+// so they nest there as <open path>/[threads]/search/... The return value is the pool's own count
+// (an atomic incremented per simulation), for tests to check the recorded counts against.
+PyObject* search_in_pool(PyObject*, PyObject* args) {
+  int threads = 0, searches = 0, simulations = 0, leaves = 0;
+  if (!PyArg_ParseTuple(args, "iiii:search_in_pool", &threads, &searches, &simulations, &leaves)) {
+    return nullptr;
+  }
+  const lineprofiler::Context ctx = lineprofiler::capture();  // with the GIL: the task's path
+  std::atomic<int> next{0};
+  std::atomic<long long> done{0};
+  {
+    ReleaseGil released;
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&] {
+        lineprofiler::Attach attached(ctx);
+        while (next.fetch_add(1) < searches) {
+          LP_PHASE("search");
+          for (int i = 0; i < simulations; ++i) {
+            simulate(leaves);
+            done.fetch_add(1);
+          }
+        }
+      });
+    }
+    for (std::thread& t : pool) t.join();
+  }
+  return PyLong_FromLongLong(done.load());
+}
+
 // phase_named(name, n): one phase named by a run-time string (the per-thread name cache), with a
 // counter of the same name incremented by n inside it.
 PyObject* phase_named(PyObject*, PyObject* args) {
@@ -325,6 +358,9 @@ PyMethodDef methods[] = {
      "search_all_without_gil(simulations, leaves): search() with no GIL, its phase included."},
     {"search_in_threads", search_in_threads, METH_VARARGS,
      "search_in_threads(threads, simulations, leaves): search() on C++ threads."},
+    {"search_in_pool", search_in_pool, METH_VARARGS,
+     "search_in_pool(threads, searches, simulations, leaves) -> simulations: a pool attached to "
+     "the caller's phases."},
     {"phase_named", phase_named, METH_VARARGS,
      "phase_named(name, n): a phase and a counter named by a run-time string."},
     {"call_in_phase", call_in_phase, METH_VARARGS,

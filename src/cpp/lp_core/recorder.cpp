@@ -146,7 +146,64 @@ void ThreadState::exit_out_of_order(PhaseStack& st, const void* token) {
   }
   if (match == d) return;  // never entered (or entered past kMaxDepth): nothing to close
   bump(out_of_order_exits, uint64_t(1));
-  for (uint32_t top = d; top > match; --top) close_top(st, top);
+  for (uint32_t top = d; top > match; --top) {
+    if (st.frames[top - 1].token == &kAttachFrameToken) {
+      st.depth.store(top - 1, std::memory_order_release);  // an attached frame records nothing
+      continue;
+    }
+    close_top(st, top);
+  }
+}
+
+uint32_t threads_marker_id() {
+  static const uint32_t id = NameTable::instance().intern("[threads]");
+  return id;
+}
+
+uint32_t ThreadState::attach(const std::vector<uint32_t>& path) {
+  PhaseStack& st = *active_;
+  if (st.skip_token != nullptr) return 0;
+  uint32_t d = st.depth.load(std::memory_order_relaxed);
+  if (d >= st.capacity && !grow(st)) {
+    bump(depth_overflow, uint64_t(1));
+    return 0;
+  }
+  uint32_t node = kRootNode;  // the path is absolute: the handing thread's whole open path
+  uint32_t scale = 1;
+  for (uint32_t id : path) node = child(node, id);
+  node = child(node, threads_marker_id());
+  Frame& f = st.frames[d];
+  f.node.store(node, std::memory_order_relaxed);
+  f.scale.store(scale, std::memory_order_relaxed);
+  f.token = &kAttachFrameToken;
+  f.epoch0 = epoch_;
+  f.t0_ticks.store(UINT64_MAX, std::memory_order_relaxed);  // snapshots skip it: never "open"
+  st.depth.store(d + 1, std::memory_order_release);
+  return d + 1;
+}
+
+void ThreadState::detach(uint32_t level) {
+  if (level == 0) return;
+  for (PhaseStack* st : {active_, &own_}) {
+    uint32_t d = st->depth.load(std::memory_order_relaxed);
+    if (d < level || st->frames[level - 1].token != &kAttachFrameToken) continue;
+    if (d > level) bump(out_of_order_exits, uint64_t(1));
+    st->depth.store(level - 1, std::memory_order_release);
+    return;
+  }
+}
+
+std::vector<uint32_t> ThreadState::open_path() const {
+  const PhaseStack& st = *active_;
+  uint32_t d = st.depth.load(std::memory_order_relaxed);
+  uint32_t node = d ? st.frames[d - 1].node.load(std::memory_order_relaxed) : st.base_node;
+  uint32_t marker = threads_marker_id();
+  std::vector<uint32_t> path;
+  for (uint32_t i = node; i != kRootNode; i = nodes_[i].parent) {
+    if (nodes_[i].name_id != marker) path.push_back(nodes_[i].name_id);
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
 }
 
 bool ThreadState::grow(PhaseStack& st) {
@@ -269,6 +326,9 @@ uint32_t ThreadState::current_name() const {
   const PhaseStack& st = *active_;
   uint32_t d = st.depth.load(std::memory_order_relaxed);
   uint32_t node = d ? st.frames[d - 1].node.load(std::memory_order_relaxed) : st.base_node;
+  if (node != kRootNode && nodes_[node].name_id == threads_marker_id()) {
+    node = nodes_[node].parent;  // attached, nothing open yet: the phase the work was handed from
+  }
   return node == kRootNode ? kRootNameId : nodes_[node].name_id;
 }
 

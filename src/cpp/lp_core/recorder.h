@@ -86,6 +86,12 @@ struct Node {
   std::atomic<uint64_t> raised{0};
 };
 
+/// The token of a frame attach() opened (compared by address, never dereferenced).
+inline constexpr char kAttachFrameToken = 0;
+
+/// Name id of "[threads]", the path element under which attached work nests.
+uint32_t threads_marker_id();
+
 struct Frame {
   std::atomic<uint32_t> node{0};
   std::atomic<uint64_t> t0_ticks{0};
@@ -294,6 +300,24 @@ class ThreadState {
 
   /// Number of open phases on the active stack. Owner only (others may read a stale value).
   uint32_t depth() const { return active_->depth.load(std::memory_order_relaxed); }
+
+  // --- Attaching: work handed to this thread by another keeps the other thread's open phases.
+
+  /// Opens, on the active stack, a frame that records nothing (no calls, never reported open)
+  /// whose node is path (name ids, outermost first, from the root of this thread's tree) followed
+  /// by the threads marker (threads_marker_id()): phases entered after it nest there. Returns the
+  /// level to give detach(); 0 when nothing was attached (inside a skipped sampled entry, or at
+  /// the depth limit). Cold path: the hot path is unchanged. Owner only.
+  uint32_t attach(const std::vector<uint32_t>& path);
+
+  /// Ends the attachment attach() returned level for (on the active stack, else the own one);
+  /// phases still open inside it are dropped unrecorded (counted in out_of_order_exits). A level
+  /// that no longer names an attached frame does nothing. Owner only.
+  void detach(uint32_t level);
+
+  /// Name ids of the phases open on the active stack (its base path included), outermost first,
+  /// without threads markers: what attach() in another thread nests under. Owner only.
+  std::vector<uint32_t> open_path() const;
 
   // --- Stacks. The module keeps one stack per asyncio task and makes the current task's active
   // before each enter/exit/count; without it, the thread's own stack is always the active one.

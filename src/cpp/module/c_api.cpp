@@ -148,6 +148,39 @@ size_t api_current(char* buf, size_t cap) {
   return name.size();
 }
 
+size_t api_capture(uint32_t* names, size_t cap) {
+  RecorderObject* r = native_recorder();
+  if (!r) return 0;
+  lp::ThreadState* ts = native_thread_state(r);
+  if (!ts) return 0;
+  std::vector<uint32_t> path = ts->open_path();
+  std::memcpy(names, path.data(), std::min(cap, path.size()) * sizeof(uint32_t));
+  return path.size();
+}
+
+// frame->impl: the recorder, the thread state and the attached level (as with api_enter).
+int api_attach_path(const uint32_t* names, size_t n, lp_frame* frame) {
+  RecorderObject* r = native_recorder();
+  if (!r || !names || n == 0) return 0;
+  lp::ThreadState* ts = native_thread_state(r);
+  if (!ts) return 0;
+  uint32_t level = ts->attach(std::vector<uint32_t>(names, names + n));
+  if (!level) return 0;
+  frame->impl[0] = r;
+  frame->impl[1] = ts;
+  frame->impl[2] = reinterpret_cast<void*>(uintptr_t(level));
+  return 1;
+}
+
+void api_detach(lp_frame* frame) {
+  RecorderObject* r = static_cast<RecorderObject*>(frame->impl[0]);  // pinned: still alive
+  lp::ThreadState* ts = static_cast<lp::ThreadState*>(frame->impl[1]);
+  lp::ThreadState* now = r->recorder->thread_state();
+  if (!now) now = r->recorder->find_thread();
+  if (now != ts) return;  // as api_exit: not this recorder's thread state any more
+  ts->detach(uint32_t(reinterpret_cast<uintptr_t>(frame->impl[2])));
+}
+
 // Called by import_api() with the GIL held.
 void api_attach(const lp_api** slot) {
   if (!slot) return;
@@ -171,6 +204,9 @@ const lp_api g_table = {
     api_attach,
     api_current,
     api_exit_raised,
+    api_capture,
+    api_attach_path,
+    api_detach,
 };
 
 }  // namespace

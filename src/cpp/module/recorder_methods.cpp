@@ -1,6 +1,8 @@
 // module/recorder_methods.cpp: the Recorder type: lifecycle, thread registration, the methods the
 // Python side calls off the hot path (flush, snapshot, sampler, hooks).
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "lp_core/names.h"
 #include "module/cuda_probe.h"
@@ -66,6 +68,63 @@ PyObject* recorder_current(PyObject* self, PyObject*) {
 }
 
 namespace {
+
+// _open_path(): the calling thread's (or task's) open phase path, names outermost first.
+PyObject* recorder_open_path(PyObject* self, PyObject*) {
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  lp::ThreadState* ts = r->closed ? nullptr : r->recorder->find_thread();
+  if (ts && !sync_active_stack(r, ts)) ts = nullptr;
+  std::vector<uint32_t> ids;
+  if (ts) ids = ts->open_path();
+  PyObject* out = PyTuple_New(Py_ssize_t(ids.size()));
+  if (!out) return nullptr;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    PyObject* name = name_str(ids[i]);
+    if (!name) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(out, Py_ssize_t(i), name);
+  }
+  return out;
+}
+
+// _attach(names): nests the calling thread's next phases under names + "[threads]"; the level.
+PyObject* recorder_attach(PyObject* self, PyObject* names) {
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  if (!PyTuple_Check(names)) {
+    PyErr_SetString(PyExc_TypeError, "_attach expects a tuple of names");
+    return nullptr;
+  }
+  std::vector<uint32_t> ids;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); ++i) {
+    Py_ssize_t n = 0;
+    const char* s = PyUnicode_Check(PyTuple_GET_ITEM(names, i))
+                        ? PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(names, i), &n)
+                        : nullptr;
+    if (!s) {
+      PyErr_Clear();
+      return PyLong_FromLong(0);  // not a path this module made: attach nothing
+    }
+    ids.push_back(lp::NameTable::instance().intern(std::string_view(s, size_t(n))));
+  }
+  if (r->closed) return PyLong_FromLong(0);
+  lp::ThreadState* ts = stacked_thread_state(r);
+  return PyLong_FromUnsignedLong(ts ? ts->attach(ids) : 0);
+}
+
+// _detach(level): ends what _attach returned level for.
+PyObject* recorder_detach(PyObject* self, PyObject* arg) {
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  unsigned long level = PyLong_AsUnsignedLong(arg);
+  if (level == (unsigned long)-1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  lp::ThreadState* ts = r->recorder->find_thread();
+  if (ts && level) ts->detach(uint32_t(level));
+  Py_RETURN_NONE;
+}
 
 PyObject* recorder_phase(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
                          PyObject* kwnames) {
@@ -206,6 +265,13 @@ PyMethodDef recorder_methods[] = {
     {"count", LP_FASTCALL_KW(recorder_count),
      "count(name, n=1): add n (an int) to a counter on the innermost open phase."},
     {"current", recorder_current, METH_NOARGS, "Name of the innermost open phase, or ''."},
+    {"_open_path", recorder_open_path, METH_NOARGS,
+     "The calling thread's (or task's) open phase names, outermost first (threads markers left "
+     "out): what accounting.context() captures."},
+    {"_attach", recorder_attach, METH_O,
+     "_attach(names) -> level: the calling thread's next phases nest under names + '[threads]' "
+     "(0: nothing attached)."},
+    {"_detach", recorder_detach, METH_O, "_detach(level): ends an _attach."},
     {"flush", recorder_flush, METH_VARARGS,
      "flush(final=False) -> 0 or errno: write the worker file now (the GIL is released)."},
     {"start_thread", recorder_start_thread, METH_NOARGS, "Start the snapshot thread."},

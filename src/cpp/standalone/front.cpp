@@ -89,6 +89,34 @@ size_t api_current(char* buf, size_t cap) {
   return name.size();
 }
 
+size_t api_capture(uint32_t* names, size_t cap) {
+  Recorder* rec = g_recorder.load(std::memory_order_acquire);
+  if (!rec) return 0;
+  std::vector<uint32_t> path = state_of(rec)->open_path();
+  std::memcpy(names, path.data(), (path.size() < cap ? path.size() : cap) * sizeof(uint32_t));
+  return path.size();
+}
+
+// As api_enter: the frame keeps (recorder, thread state), and the attached level.
+int api_attach_path(const uint32_t* names, size_t n, lp_frame* frame) {
+  Recorder* rec = g_recorder.load(std::memory_order_acquire);
+  if (!rec || !names || n == 0) return 0;
+  ThreadState* ts = state_of(rec);
+  uint32_t level = ts->attach(std::vector<uint32_t>(names, names + n));
+  if (!level) return 0;
+  frame->impl[0] = rec;
+  frame->impl[1] = ts;
+  frame->impl[2] = reinterpret_cast<void*>(uintptr_t(level));
+  return 1;
+}
+
+void api_detach(lp_frame* frame) {
+  Recorder* rec = g_recorder.load(std::memory_order_acquire);
+  if (!rec || frame->impl[0] != rec) return;
+  static_cast<ThreadState*>(frame->impl[1])
+      ->detach(uint32_t(reinterpret_cast<uintptr_t>(frame->impl[2])));
+}
+
 void api_attach(const lp_api** slot);
 
 const lp_api g_table = {
@@ -104,6 +132,9 @@ const lp_api g_table = {
     api_attach,
     api_current,
     api_exit_raised,
+    api_capture,
+    api_attach_path,
+    api_detach,
 };
 
 void api_attach(const lp_api** slot) {

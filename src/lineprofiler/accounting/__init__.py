@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineprofiler._native import has_core
 from lineprofiler.accounting.backends import Backend
+from lineprofiler.accounting.handoff import Context, attach, context
 from lineprofiler.runfile.stats import HIST_MAX_REL_ERROR, Histogram, PhaseStats
 
 if TYPE_CHECKING:
@@ -62,6 +63,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Backend",
+    "Context",
+    "Context",
     "HIST_MAX_REL_ERROR",
     "Histogram",
     "MergedRun",
@@ -70,6 +73,8 @@ __all__ = [
     "PhaseStats",
     "Profiler",
     "RunError",
+    "attach",
+    "context",
     "count",
     "current",
     "installed_profiler",

@@ -85,6 +85,8 @@ class Profiler:
         backend: Any = None,
         backend_window: tuple[int, int] | None = None,
         window_phase: str = "iteration",
+        propagate_executors: bool = True,
+        propagate_threads: bool = False,
     ) -> None:
         if enabled is None:
             enabled = os.environ.get(ENV_PROFILE, "").strip().lower() in ("1", "true", "yes", "on")
@@ -101,6 +103,8 @@ class Profiler:
         self.thread_names = bool(thread_names)
         self.strict_names = bool(strict_names)
         self.annotate = bool(annotate)
+        self.propagate_executors = bool(propagate_executors)
+        self.propagate_threads = bool(propagate_threads)
         self.backend = backend
         self.backend_window = backend_window
         self.backend_state = None

@@ -25,6 +25,7 @@ from lineprofiler.accounting import (
     _lifecycle,
     _record_handoff,
     capabilities,
+    handoff,
     torch_support,
 )
 from lineprofiler.accounting.backends import Backend, BackendWindow, parse_backend, parse_window
@@ -131,6 +132,11 @@ class Profiler(_core.PhaseFront):
         annotate: also open an NVTX range and a ``torch.profiler.record_function`` per phase.
         backend: ``"torch"`` or ``"viztracer"`` (a :class:`Backend`): run that profiler over
             ``backend_window=(start, stop)`` entries into ``window_phase``.
+        propagate_executors: while installed, ``ThreadPoolExecutor.submit``/``map``,
+            ``loop.run_in_executor`` and ``asyncio.to_thread`` run each task attached to the
+            submitter's open phases (see ``accounting.attach``); False turns that off.
+        propagate_threads: while installed, ``threading.Thread.start`` inside a phase runs the
+            thread attached to that phase too.
     """
 
     # Slots, not an instance __dict__: CPython specialises `profiler.phase(...)` and
@@ -172,6 +178,8 @@ class Profiler(_core.PhaseFront):
         "uid8",
         "window_phase",
         "worker_path",
+        "propagate_executors",
+        "propagate_threads",
     )
 
     def __init__(
@@ -189,6 +197,8 @@ class Profiler(_core.PhaseFront):
         backend: Backend | str | None = None,
         backend_window: tuple[int, int] | None = None,
         window_phase: str = "iteration",
+        propagate_executors: bool = True,
+        propagate_threads: bool = False,
     ) -> None:
         env_run_dir = os.environ.get(ENV_RUN_DIR)
         if run_dir is None:
@@ -204,6 +214,8 @@ class Profiler(_core.PhaseFront):
         self.annotate = bool(annotate)
         self.backend: Backend | None = parse_backend(backend)
         self.window_phase = str(window_phase)
+        self.propagate_executors = bool(propagate_executors)
+        self.propagate_threads = bool(propagate_threads)
         if self.backend is not None and backend_window is None:
             raise ValueError("backend= needs backend_window=(start, stop)")
         self.backend_window = None if backend_window is None else parse_window(backend_window)
@@ -501,12 +513,14 @@ class Profiler(_core.PhaseFront):
         _core.set_installed(self._rec)
         _installed_profiler = weakref.ref(self)
         self._installed = True
+        handoff.install(self.propagate_executors, self.propagate_threads)
 
     def _uninstall(self) -> None:
         global _installed_profiler
         if _core.get_installed() is self._rec:
             _core.set_installed(None)
             _installed_profiler = None
+            handoff.uninstall()
         self._installed = False
 
 

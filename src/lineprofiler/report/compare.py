@@ -266,6 +266,8 @@ def _side_doc(row: PhaseRow | None) -> dict[str, Any] | None:
         "share": json_frac(row.share),
         "wait_fraction": json_frac(row.wait_fraction),
         "raised": s.raised,
+        "on_threads": row.on_threads,
+        "threads": s.threads,
         "p50_ns": json_ns(row.q(0.5)),
         "p99_ns": json_ns(row.q(0.99)),
         "estimated": s.estimated,

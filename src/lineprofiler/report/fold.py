@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lineprofiler.report.model import MergedPhase, Path_, Unreadable
-from lineprofiler.runfile.layout import run_id_from_name
+from lineprofiler.runfile.layout import THREADS_MARK, run_id_from_name
 from lineprofiler.runfile.stats import merged_extremes
 from lineprofiler.runfile.worker_doc import (
     PhaseRecord,
@@ -130,6 +130,8 @@ class Partial:
                 m.sample_every = every
             if thread_node:
                 m.thread_node = True
+            if THREADS_MARK in path:
+                m.threads += 1  # one record per thread that ran work handed to it
             if io:
                 mine = m.io if m.io is not None else {}
                 for k, v in io.items():

@@ -56,6 +56,8 @@ def phase_doc(r: PhaseRow) -> dict[str, Any]:
         "async_calls": s.async_calls,
         "async_wall_ns": s.async_wall_ns,
         "raised": s.raised,
+        "on_threads": r.on_threads,
+        "threads": s.threads,
         "share": json_frac(r.share),
         "mean_ns": json_ns(r.mean_ns),
         "p50_ns": json_ns(r.q(0.5)),

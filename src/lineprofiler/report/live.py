@@ -147,7 +147,7 @@ def frame(
             (p for p, s in role.tree.items() if p and not s.thread_node),
             key=lambda p: (-(last[p].time_ns if prev is not None else 0), -role.tree[p].self_ns, p),
         )[:top]
-        nw = max([24] + [len("/".join(p)) + 2 for p in ranked])
+        nw = max([24] + [len(totals[p].label) + 2 for p in ranked])
         nw = min(nw, max(24, width - 62))
         lines.append(
             f"  {'phase':<{nw}}{'last: time':>11}{'share':>7}{'wait%':>6}"

@@ -30,6 +30,7 @@ from lineprofiler.report.view import (
     PhaseRow,
     RoleView,
     RunView,
+    any_on_threads,
     clock_summary,
     run_view,
     sample_note,
@@ -243,7 +244,14 @@ def legend_block(view: RunView) -> list[str]:
         "wait% is the share of a phase's wall time (not of its self time) spent off the CPU, "
         "blocked or waiting to run; imbalance is the max over the mean of the role's per-process "
         "busy time; ratio is the slowest process's time in the phase over the median process's "
-        "(for a node, the mean of its processes over the median node's).",
+        "(for a node, the mean of its processes over the median node's)."
+        + (
+            " A path through [threads] is work handed to other threads inside its parent phase "
+            "(on N threads): its time runs in parallel with the parent's, is in no share and not "
+            "out of the parent's self time."
+            if any_on_threads(run)
+            else ""
+        ),
         WRAP,
         break_on_hyphens=False,
     )

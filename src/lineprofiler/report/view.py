@@ -6,7 +6,10 @@ Definitions (documented for users in docs/report-json.md):
 
 - a phase's ``time_ns`` = completed entries' wall + entries still open at the last write, summed
   over the role's processes (process-time, not elapsed time);
-- ``share`` = its time over the role's top-level time (the sum of the top-level phases);
+- ``share`` = its time over the role's top-level time (the sum of the top-level phases); None
+  for work on other threads (a path through ``[threads]``: handed to a pool inside its parent
+  phase, so its time runs beside the parent's, is in no share and not out of the parent's self
+  time); such a row is ``on_threads`` and its ``label`` says on how many threads it ran;
 - ``wait_fraction`` = (wall - cpu) / wall over completed entries; None when CPU was not measured,
   and None for a phase with async entries (``PhaseStats.wait_ns``: their CPU is not the task's),
   shown as ``async`` by every view (``wait_text``), whether over the run or over an interval;
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 
 from lineprofiler.report.model import MergedPhase, MergedRun, Path_, Role, Worker
 from lineprofiler.report.units import NA, path_label
+from lineprofiler.runfile.layout import THREADS_MARK
 from lineprofiler.runfile.stats import PhaseStats
 
 DEFAULT_TOP = 10
@@ -88,9 +92,19 @@ class PhaseRow:
         return path_label(self.path, self.stats.synthetic)
 
     @property
+    def on_threads(self) -> bool:
+        """Whether this is work handed to other threads inside its parent phase."""
+        return THREADS_MARK in self.path
+
+    @property
     def label(self) -> str:
-        """The name as shown: ``~`` first when the numbers are estimated from a sample."""
-        return ("~" if self.stats.estimated else "") + self.name
+        """The name as shown: ``~`` first when the numbers are estimated from a sample; work on
+        other threads ends with ``(on N threads)``."""
+        text = ("~" if self.stats.estimated else "") + self.name
+        if self.on_threads:
+            n = self.stats.threads
+            text += f" (on {n} thread{'' if n == 1 else 's'})" if n else " (on other threads)"
+        return text
 
     @property
     def wait_fraction(self) -> float | None:
@@ -204,7 +218,7 @@ def phase_rows(
     for path in sorted(tree):
         s = tree[path]
         basis = time[path] if path else lifetime_ns
-        share = share_of(time[path], total) if path else None
+        share = share_of(time[path], total) if path and THREADS_MARK not in path else None
         rows[path] = PhaseRow(path, s, share, _counters(s, basis), time[path])
     return rows
 
@@ -292,6 +306,12 @@ def any_raised(run: MergedRun) -> bool:
     """Whether any phase of the run has an entry that exited by an exception (the views show a
     ``raised`` column only then)."""
     return any(s.raised for role in run.roles.values() for s in role.tree.values())
+
+
+def any_on_threads(run: MergedRun) -> bool:
+    """Whether any phase of the run is work handed to other threads (a path through
+    ``[threads]``): the text legend then says what such a row means."""
+    return any(THREADS_MARK in p for role in run.roles.values() for p in role.tree)
 
 
 def clock_summary(run: MergedRun) -> tuple[dict[str, int], dict[str | None, int]]:

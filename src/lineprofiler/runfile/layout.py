@@ -29,6 +29,9 @@ WORKER_FORMAT = "lineprofiler-worker"
 WORKER_SCHEMA_VERSION: int = _cc.WORKER_SCHEMA_VERSION
 MAX_PATHS: int = _cc.MAX_PATHS  # paths per thread before new ones fold into "(folded)"
 MAX_DEPTH: int = _cc.MAX_DEPTH  # nesting beyond this is counted in depth_overflow
+# The path element the recorder puts between a handed-off thread's work and the phases it was
+# handed from (accounting.attach): ``step/[threads]/work`` ran on other threads inside ``step``.
+THREADS_MARK = "[threads]"
 
 WORKERS_DIR = "workers"
 SAMPLES_SUFFIX = ".samples"

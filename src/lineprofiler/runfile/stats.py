@@ -144,6 +144,8 @@ class PhaseStats:
     known, as in files written before they were recorded); ``quantile`` clamps into them.
     ``raised`` counts the entries that exited by an exception (a ``with`` block an exception left,
     a C++ scope destroyed while unwinding), scaled like ``calls``.
+    ``threads`` counts the thread records of a path under a ``[threads]`` element (work another
+    thread was handed by ``accounting.attach``): how many threads ran it, over the processes.
     """
 
     calls: int = 0
@@ -172,6 +174,7 @@ class PhaseStats:
     min_wall_ns: int | None = None
     max_wall_ns: int | None = None
     raised: int = 0
+    threads: int = 0
 
     def quantile(self, q: float) -> float:
         """Quantile ``q`` of the entries' wall times in ns (NaN without entries): the histogram's,
@@ -233,6 +236,7 @@ class PhaseStats:
             self.io = mine
         self.sample_every = max(self.sample_every, other.sample_every)
         self.thread_node = self.thread_node or other.thread_node
+        self.threads += other.threads
         self.synthetic = self.synthetic or other.synthetic
         self.saturated |= other.saturated
 
@@ -246,6 +250,7 @@ class PhaseStats:
             hist=self.hist.minus(before.hist),
             sample_every=self.sample_every,
             thread_node=self.thread_node,
+            threads=self.threads,
             saturated=set(self.saturated),
             synthetic=self.synthetic,
         )

@@ -49,6 +49,7 @@ class PhaseSum(msgspec.Struct, array_like=True, gc=False):
     min_wall_ns: Ns | None = None  # exact shortest entry (None: unknown, or an older summary)
     max_wall_ns: Ns | None = None
     raised: Ns = 0  # entries that exited by an exception
+    threads: Ns = 0  # thread records of a path under "[threads]" (work handed to other threads)
 
 
 class WorkerSum(msgspec.Struct, gc=False):

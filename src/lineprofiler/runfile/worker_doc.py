@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from lineprofiler.runfile.layout import WORKER_FORMAT, WORKER_SCHEMA_VERSION
+from lineprofiler.runfile.layout import THREADS_MARK, WORKER_FORMAT, WORKER_SCHEMA_VERSION
 from lineprofiler.runfile.safe_read import UnsafeFile, read_regular
 from lineprofiler.runfile.stats import Histogram, PhaseStats
 
@@ -401,6 +401,8 @@ def tree_of(doc: WorkerDoc | _Threads, thread_names: bool = False) -> dict[Path_
     tree: dict[Path_, PhaseStats] = {}
     for path, rec, every, thread_node, io in records:
         stats = stats_of(rec, every, thread_node, io)
+        if THREADS_MARK in path:
+            stats.threads = 1  # this thread ran work handed to it (one record per thread)
         have = tree.get(path)
         if have is None:
             tree[path] = stats

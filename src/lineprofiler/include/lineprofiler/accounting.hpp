@@ -52,7 +52,7 @@
 // test suite builds an extension with LINEPROFILER_API_LEVEL=1 to prove the rule above.
 
 #define LP_API_ABI_VERSION 1u
-#define LP_API_LEVEL_NEWEST 3
+#define LP_API_LEVEL_NEWEST 4
 #ifndef LINEPROFILER_API_LEVEL
 #define LINEPROFILER_API_LEVEL LP_API_LEVEL_NEWEST
 #endif
@@ -106,6 +106,22 @@ struct lp_api {
   /// exit() for an entry left by an exception (its scope destroyed while unwinding): the entry
   /// is counted in its phase's `raised`, then closed as exit() closes it.
   void (*exit_raised)(lp_frame* frame);
+#endif
+
+#if LINEPROFILER_API_LEVEL >= 4
+  // --- level 4 ---
+  /// Copies the handles of the phases open on the calling thread (in an asyncio task, the
+  /// task's), outermost first and without "[threads]" elements, into names (at most cap of them);
+  /// returns how many are open (more than cap: only the first cap were copied).
+  size_t (*capture)(uint32_t* names, size_t cap);
+  /// Makes the calling thread's phases nest under names[0..n) followed by a "[threads]" element
+  /// (work handed to this thread by the one that captured names) until detach(frame). The caller
+  /// keeps frame at a fixed address until then. Returns nonzero when attached, 0 when not (no
+  /// profiler, n == 0, depth overflow); only an attached frame is given to detach().
+  int (*attach_path)(const uint32_t* names, size_t n, lp_frame* frame);
+  /// Ends what attach_path() attached, on the thread that attached it; phases still open inside
+  /// are dropped unrecorded. Safe after the profiler was closed or replaced.
+  void (*detach)(lp_frame* frame);
 #endif
 };
 
@@ -305,6 +321,88 @@ inline std::string current() {
 #endif
   return out;
 }
+
+/// The deepest phase path a Context holds (the recorder's own depth limit).
+constexpr size_t kMaxContextDepth = 128;
+
+/// The phases open on one thread, captured by capture() for Attach in another: a plain value
+/// (copy it into the task you hand to a pool). Empty when nothing was open or nothing records.
+class Context {
+ public:
+  Context() noexcept = default;
+  /// How many phases the captured path holds (0: attaching does nothing).
+  size_t depth() const noexcept {
+#if LINEPROFILER_API_LEVEL >= 4
+    return depth_;
+#else
+    return 0;  // a table without capture(): nothing is ever captured
+#endif
+  }
+
+#if LINEPROFILER_API_LEVEL >= 4
+ private:
+  friend Context capture() noexcept;
+  friend class Attach;
+  uint32_t epoch_ = 0;  // the names_epoch the handles belong to
+  uint32_t depth_ = 0;
+  uint32_t names_[kMaxContextDepth] = {};
+#endif
+};
+
+/// The calling thread's (or asyncio task's) open phase path, for Attach in another thread.
+inline Context capture() noexcept {
+  Context ctx;
+#if LINEPROFILER_API_LEVEL >= 4
+  const lp_api* api = detail::api();
+  if (api == nullptr || !LP_API_HAS(api, detach)) return ctx;
+  size_t n = api->capture(ctx.names_, kMaxContextDepth);
+  ctx.depth_ = uint32_t(n < kMaxContextDepth ? n : kMaxContextDepth);
+  ctx.epoch_ = api->names_epoch;
+#endif
+  return ctx;
+}
+
+/// While alive, the calling thread's phases nest under a Context captured in another thread,
+/// marked as run on other threads (`iteration/self_play/[threads]/search`). RAII, like Phase:
+/// neither copyable nor movable. Does nothing for an empty Context, without a profiler, or with a
+/// provider whose table predates it.
+class Attach {
+ public:
+  explicit Attach(const Context& ctx) noexcept {
+#if LINEPROFILER_API_LEVEL >= 4
+    const lp_api* api = detail::api();
+    if (api == nullptr || ctx.depth_ == 0 || !LP_API_HAS(api, detach) ||
+        ctx.epoch_ != api->names_epoch) {
+      return;
+    }
+    if (api->attach_path(ctx.names_, ctx.depth_, &frame_)) api_ = api;
+#else
+    (void)ctx;
+#endif
+  }
+  ~Attach() {
+#if LINEPROFILER_API_LEVEL >= 4
+    if (api_ != nullptr) api_->detach(&frame_);
+#endif
+  }
+  Attach(const Attach&) = delete;
+  Attach& operator=(const Attach&) = delete;
+
+  /// Whether this thread's phases now nest under the captured path.
+  bool attached() const noexcept {
+#if LINEPROFILER_API_LEVEL >= 4
+    return api_ != nullptr;
+#else
+    return false;
+#endif
+  }
+
+#if LINEPROFILER_API_LEVEL >= 4
+ private:
+  const lp_api* api_ = nullptr;
+  lp_frame frame_;
+#endif
+};
 
 /// Whether scopes record right now: a provider is installed and has a profiler.
 inline bool enabled() noexcept {
