@@ -158,13 +158,21 @@ def worker_events(
     last_gpu: list[Any] = [None] * t.n_gpu
     c_head = f'{{"ph":"C","pid":{tid},"name":'
     n_gpu = t.n_gpu
-    pts = list(_points(t))
-    if not pts:
+    if t.rows == 0:
         return
     # The per-point numbers are computed column-wise (C-level map loops, the same operations in
-    # the same order as one point at a time); the loop below only compares and formats.
-    ends, dts, tags_, flags_, rbs, wbs, rsss, gpus = (list(col) for col in zip(*pts, strict=True))
-    del pts
+    # the same order as one point at a time); the loop below only compares and formats. One
+    # point per row: the table's own columns; else _points' merged points, transposed.
+    if t.rows <= MAX_POINTS:
+        c = t.cols
+        ends, dts, tags_, flags_ = c[W_T], c[W_DT], c[W_TAG], c[W_FLAGS]
+        rbs, wbs, rsss = c[W_RB], c[W_WB], c[W_RSS]
+        gw = [c[BASE_WORDS + j] for j in range(2 * n_gpu)]
+        gpus: Any = list(zip(*gw, strict=True)) if gw else [()] * t.rows
+    else:
+        pts = list(_points(t))
+        ends, dts, tags_, flags_, rbs, wbs, rsss, gpus = zip(*pts, strict=True)
+        del pts
     rss_mb = list(map(round, map(truediv, rsss, repeat(1e6)), repeat(1)))
     secs = [d / 1e9 if d > 0 else 1.0 for d in dts]  # dt <= 0: no I/O point is written
     rd_mbs = list(map(round, map(truediv, map(truediv, rbs, repeat(1e6)), secs), repeat(3)))
