@@ -61,3 +61,67 @@ def test_bins_never_thinner_than_the_interval(tmp_path):
     tl = build_timeline(_run(tmp_path), bins=240)
     assert tl.bins == 20  # 20 s of 1 s rows
     assert tl.rss == [3e9] * 20
+
+
+def _cpu_run(tmp_path):
+    """Two processes without a GPU, 12 one-second rows each ending at T0+1..T0+12, with rows the
+    flags do not vouch for: process i reads (t + 1) * (i + 1) kB in row t (no I/O in row 4),
+    RSS (t + 1) * (i + 1) MB (none in row 7, -1 in row 8); rows tagged load, train, no phase
+    (0) and a tag missing from the .tags file (9) in turn. Returns (run, rows of each process)."""
+    run_dir = tmp_path / "run"
+    written = []
+    for i in range(2):
+        doc = worker_doc(
+            role="w", pid=20 + i, rank=i, written_at=T0 + 12.0,
+            threads=[Ph(("load",), dist=[(5 * MS, 10)])],
+        )  # fmt: skip
+        path = write_worker(run_dir, doc)
+        rows = []
+        for t in range(12):
+            flags = FLAGS["io"] | FLAGS["rss"]
+            if t == 4:
+                flags &= ~FLAGS["io"]
+            if t == 7:
+                flags &= ~FLAGS["rss"]
+            rows.append(
+                {"time_unix_ns": int((T0 + 1 + t) * S), "dt_ns": S, "tag": (1, 2, 0, 9)[t % 4],
+                 "flags": flags, "read_bytes": (t + 1) * (i + 1) * 1000,
+                 "write_bytes": (i + 1) * 10,
+                 "rss_bytes": -1 if t == 8 else (t + 1) * (i + 1) * 1_000_000}
+            )  # fmt: skip
+        doc["samples"] = write_samples(path, 20 + i, rows, tags={1: ["load"], 2: ["train"]})
+        write_worker(run_dir, doc)
+        written.append(rows)
+    return merge_run(run_dir), written
+
+
+def test_bins_of_one_row_and_of_many_give_the_rows_sums(tmp_path):
+    # A bin per row (build_timeline adds such workers row by row) and 3 or 12 rows per bin (by
+    # slices): each against the sums of the rows this test wrote, row i in bin i * bins // 12.
+    run, written = _cpu_run(tmp_path)
+    for bins in (12, 4, 1):
+        tl = build_timeline(run, bins=bins)
+        assert tl is not None and tl.bins == bins and tl.workers == 2
+        read, write, rss = [0] * bins, [0] * bins, [0.0] * bins
+        phase_ns: list[dict] = [{} for _ in range(bins)]
+        for rows in written:
+            per_bin: dict[int, list[int]] = {}
+            for t, r in enumerate(rows):
+                b = t * bins // 12
+                if r["flags"] & FLAGS["io"]:
+                    read[b] += r["read_bytes"]
+                    write[b] += r["write_bytes"]
+                if r["flags"] & FLAGS["rss"] and r["rss_bytes"] >= 0:
+                    per_bin.setdefault(b, []).append(r["rss_bytes"])
+                name = {1: ("load",), 2: ("train",), 9: ("(unknown phase)",)}.get(r["tag"])
+                if name:
+                    phase_ns[b][name] = phase_ns[b].get(name, 0) + S
+            for b, vals in per_bin.items():
+                rss[b] += sum(vals) / len(vals)
+        assert tl.read == read and tl.write == write, bins
+        assert tl.rss == rss, bins
+        assert tl.has_rss and tl.has_io
+        assert tl.phase == [max(a, key=lambda p: (a[p], p)) if a else None for a in phase_ns]
+    one_row = build_timeline(run, bins=12)
+    assert one_row.read[4] == 0 and one_row.rss[7] == 0.0 and one_row.rss[8] == 0.0
+    assert one_row.phase[2] is None and one_row.phase[3] == ("(unknown phase)",)

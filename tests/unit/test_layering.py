@@ -121,6 +121,6 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("lineprofiler")))
     loaded = json.loads(proc.stdout.strip().splitlines()[-1])
     assert not [m for m in loaded if m.startswith(("lineprofiler.report", "lineprofiler.line"))]
     # the spec's spelling still works, loading the merge only then
-    code2 = "from lineprofiler.accounting import merge_run, MergedRun, RunError; print(merge_run)"
+    code2 = "from lineprofiler.accounting import merge_run, RunError; print(merge_run)"
     proc = run_python(code2, cwd=tmp_path)
     assert proc.returncode == 0 and "merge_run" in proc.stdout, proc.stderr

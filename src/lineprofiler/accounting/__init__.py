@@ -8,15 +8,16 @@ environment names an active run, the first of them joins it with a profiler of i
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+import os
+from typing import TYPE_CHECKING
 
 from lineprofiler._native import has_core
 from lineprofiler.accounting.backends import Backend
 from lineprofiler.accounting.handoff import Context, attach, context
+from lineprofiler.runfile.run_error import RunError
 from lineprofiler.runfile.stats import HIST_MAX_REL_ERROR, Histogram, PhaseStats
 
 if TYPE_CHECKING:
-    from lineprofiler.report.merge import RunError, merge_run
     from lineprofiler.report.model import MergedRun
 
 if has_core():
@@ -44,30 +45,29 @@ else:  # the pure (read-only) install: the same names, recording nothing (_witho
         phase,
     )
 
-# The reading side, loaded on first use only: a profiled process never imports the merge.
-_LAZY = {
-    "merge_run": "lineprofiler.report.merge",
-    "RunError": "lineprofiler.report.merge",
-    "MergedRun": "lineprofiler.report.model",
-}
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+# The reading side is loaded on first use only: a profiled process never imports the merge.
+# Not through a module __getattr__: CPython does not specialise an attribute load on a module
+# that has one, which made every `accounting.phase(...)`/`accounting.count(...)` ~20 ns slower
+# (benchmarks/bench_accounting.py). MergedRun, the merge's result type, is named here for type
+# checkers only; at run time it is lineprofiler.report.model.MergedRun.
+def merge_run(
+    run_dir: str | os.PathLike[str],
+    with_samples: bool = True,
+    attempt: str | None = None,
+    jobs: int | None = None,
+) -> MergedRun:
+    """``lineprofiler.report.merge.merge_run`` (loaded at the first call): merges the newest
+    attempt of a run directory; raises ``RunError`` when it cannot be reported at all."""
+    merge = importlib.import_module("lineprofiler.report.merge")
+    return merge.merge_run(run_dir, with_samples, attempt, jobs)
 
 
 __all__ = [
     "Backend",
     "Context",
-    "Context",
     "HIST_MAX_REL_ERROR",
     "Histogram",
-    "MergedRun",
     "PhaseNameError",
     "PhaseNameWarning",
     "PhaseStats",

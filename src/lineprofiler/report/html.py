@@ -404,7 +404,11 @@ def render_html(
     """The HTML report of a merged run, as one self-contained document."""
     view = run_view(run, top, iteration)
     tl = build_timeline(run) if run.with_samples and timeline_bins != 0 else None
-    data = render_json(run, top, iteration).replace("<", "\\u003c").replace(">", "\\u003e")
+    data = (
+        render_json(run, top, iteration, indent=None)
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+    )
     data = data.replace("&", "\\u0026")
     title = f"lineprofiler report: {run.run_id or run.run_dir}"
     parts = [

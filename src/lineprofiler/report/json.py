@@ -212,5 +212,10 @@ def _sum_opt(values: list[int | None]) -> int | None:
     return sum(got) if got else None
 
 
-def render_json(run: MergedRun, top: int = DEFAULT_TOP, iteration: str | None = None) -> str:
-    return json.dumps(to_document(run, top, iteration), indent=2, allow_nan=False) + "\n"
+def render_json(
+    run: MergedRun, top: int = DEFAULT_TOP, iteration: str | None = None, indent: int | None = 2
+) -> str:
+    """``--json``'s text: indented for people; ``indent=None`` (the HTML report's embedded data)
+    is compact, and json's C encoder writes it (an indent makes it fall back to Python)."""
+    doc = to_document(run, top, iteration)
+    return json.dumps(doc, indent=indent, allow_nan=False) + "\n"

@@ -25,6 +25,7 @@ from lineprofiler.report.model import Attempt, MergedPhase, MergedRun, Path_, Ro
 from lineprofiler.report.parallel import fold_run
 from lineprofiler.report.reduce import load_host
 from lineprofiler.runfile.layout import WORKERS_DIR, pid_from_name, run_id_from_name, worker_files
+from lineprofiler.runfile.run_error import RunError
 from lineprofiler.runfile.summary import SUMMARIES_DIR
 from lineprofiler.runfile.worker_doc import Worker
 
@@ -33,10 +34,6 @@ from lineprofiler.runfile.worker_doc import Worker
 STALE_MIN_S = 60.0
 STALE_INTERVALS = 3.0
 ALL = "all"  # merge_run(attempt=ALL): every attempt, summed by request
-
-
-class RunError(Exception):
-    """The directory cannot be reported at all (missing, empty, not a run, nothing readable)."""
 
 
 _NOT_ENABLED = (

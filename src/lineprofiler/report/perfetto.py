@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from itertools import repeat
+from operator import truediv
 from pathlib import Path
 from typing import IO, Any
 
@@ -97,10 +99,9 @@ def _sidecars(w: Worker, within: str) -> tuple[Path, Path | None] | None:
     return side, tag_path
 
 
-def _r(x: float, decimals: int = 3) -> float | int:
-    """A compact number: integers stay integers, others keep ``decimals`` decimals."""
-    x = round(x, decimals)
-    if x == int(x) and abs(x) < 1e15:
+def _compact(x: float) -> float | int:
+    """A compact number (``x`` already rounded): integers stay integers, others as they are."""
+    if x.is_integer() and -1e15 < x < 1e15:
         return int(x)
     return x
 
@@ -156,9 +157,35 @@ def worker_events(
     last_io: Any = None
     last_gpu: list[Any] = [None] * t.n_gpu
     c_head = f'{{"ph":"C","pid":{tid},"name":'
-    for end_ns, dt_ns, tag, flags, rb, wb, rss, gpu in _points(t):
-        start_us = max(end_us, (end_ns - dt_ns - origin_ns) // 1000)
-        end_us = max(start_us, (end_ns - origin_ns) // 1000)
+    n_gpu = t.n_gpu
+    if t.rows == 0:
+        return
+    # The per-point numbers are computed column-wise (C-level map loops, the same operations in
+    # the same order as one point at a time); the loop below only compares and formats. One
+    # point per row: the table's own columns; else _points' merged points, transposed.
+    if t.rows <= MAX_POINTS:
+        c = t.cols
+        ends, dts, tags_, flags_ = c[W_T], c[W_DT], c[W_TAG], c[W_FLAGS]
+        rbs, wbs, rsss = c[W_RB], c[W_WB], c[W_RSS]
+        gw = [c[BASE_WORDS + j] for j in range(2 * n_gpu)]
+        gpus: Any = list(zip(*gw, strict=True)) if gw else [()] * t.rows
+    else:
+        pts = list(_points(t))
+        ends, dts, tags_, flags_, rbs, wbs, rsss, gpus = zip(*pts, strict=True)
+        del pts
+    rss_mb = list(map(round, map(truediv, rsss, repeat(1e6)), repeat(1)))
+    secs = [d / 1e9 if d > 0 else 1.0 for d in dts]  # dt <= 0: no I/O point is written
+    rd_mbs = list(map(round, map(truediv, map(truediv, rbs, repeat(1e6)), secs), repeat(3)))
+    wr_mbs = list(map(round, map(truediv, map(truediv, wbs, repeat(1e6)), secs), repeat(3)))
+    for end_ns, dt_ns, tag, flags, rss, gpu, v, rd, wr in zip(
+        ends, dts, tags_, flags_, rsss, gpus, rss_mb, rd_mbs, wr_mbs, strict=True
+    ):
+        start_us = (end_ns - dt_ns - origin_ns) // 1000
+        if start_us < end_us:
+            start_us = end_us
+        end_us = (end_ns - origin_ns) // 1000
+        if end_us < start_us:
+            end_us = start_us
         if tag != open_tag:
             if open_tag:
                 yield f'{{"ph":"E","pid":{tid},"tid":1,"ts":{start_us}}}'
@@ -169,22 +196,21 @@ def worker_events(
                     name = names[tag] = json.dumps(text, ensure_ascii=False)
                 yield f'{{"ph":"B","pid":{tid},"tid":1,"name":{name},"ts":{start_us}}}'
             open_tag = tag
-        if flags & F_RSS and rss >= 0:
-            v = _r(rss / 1e6, 1)
-            if v != last_rss:
-                last_rss = v
-                yield f'{c_head}"RSS (MB)","ts":{start_us},"args":{{"rss":{v}}}}}'
+        # A rounded value is compared with the last one written (5.0 == 5), and only made
+        # compact when it is written.
+        if flags & F_RSS and rss >= 0 and v != last_rss:
+            last_rss = v
+            yield f'{c_head}"RSS (MB)","ts":{start_us},"args":{{"rss":{_compact(v)}}}}}'
         if flags & F_IO and dt_ns > 0:
-            s = dt_ns / 1e9
-            io = (_r(rb / 1e6 / s), _r(wb / 1e6 / s))
+            io = (rd, wr)
             if io != last_io:
                 last_io = io
                 yield (
                     f'{c_head}"I/O (MB/s)","ts":{start_us},'
-                    f'"args":{{"read":{io[0]},"write":{io[1]}}}}}'
+                    f'"args":{{"read":{_compact(rd)},"write":{_compact(wr)}}}}}'
                 )
         if flags & F_GPU:
-            for k in range(t.n_gpu):
+            for k in range(n_gpu):
                 busy, mine = gpu[2 * k], max(0, gpu[2 * k + 1])
                 if busy >= 0 and (busy, mine) != last_gpu[k]:
                     last_gpu[k] = (busy, mine)
@@ -219,10 +245,13 @@ def export_perfetto(run_dir: str | Path, out: IO[str]) -> dict[str, Any]:
             continue
         tags = read_tags(files[1], run.run_dir) if files[1] is not None else {0: ()}
         info["workers"] += 1
-        for ev in worker_events(tid, w, table, tags, origin_ns):
-            out.write(ev if first else ",\n" + ev)
-            first = False
-            info["events"] += 1
+        # one write per worker: its events joined (the text of one worker, as its table is)
+        events = list(worker_events(tid, w, table, tags, origin_ns))
         del table
+        if events:
+            out.write(("" if first else ",\n") + ",\n".join(events))
+            first = False
+            info["events"] += len(events)
+        del events
     out.write("\n]}\n")
     return info

@@ -17,10 +17,11 @@ Per bin (``bins`` equal slices of [start, end] in Unix ns):
 
 from __future__ import annotations
 
+import sys
 from array import array
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import le, mul, ne
@@ -53,7 +54,6 @@ DEFAULT_BINS = 240
 # The most rows ``recent`` reads of one sidecar's tail: a 10 s window at a 1 ms interval. A header
 # claiming a finer interval cannot make a refresh parse the whole file.
 RECENT_MAX_ROWS = 10_000
-_NEED = range(max(W_T, W_FLAGS, W_RB, W_WB, W_RSS) + 1)  # the row words ``recent`` reads
 
 
 @dataclass
@@ -125,6 +125,7 @@ def build_timeline(run: MergedRun, bins: int = DEFAULT_BINS) -> Timeline | None:
     tl = Timeline(start, end, bins, [0.0] * bins, [0] * bins, [0] * bins)
     span = end - start
     phase_ns: list[dict[tuple[str, ...], int]] = [{} for _ in range(bins)]
+    cuts = [start + span * k // bins for k in range(1, bins)]  # where bin k-1 ends
     busy_acc: dict[tuple[str, int], list[list[float]]] = {}
     mine_acc: dict[tuple[str, int], list[list[float]]] = {}
     for w in run.workers:
@@ -154,12 +155,14 @@ def build_timeline(run: MergedRun, bins: int = DEFAULT_BINS) -> Timeline | None:
                 rss_ok = [bool(f & F_RSS) and v >= 0 for f, v in zip(flags, rss, strict=True)]
         else:
             rss = None
-        edges = [bisect_right(ts, start + span * k // bins) for k in range(1, bins)]
-        lo = 0
-        for b_, hi in enumerate([*edges, t.rows]):
-            if hi <= lo:
-                lo = max(lo, hi)
-                continue
+        bounds = [0, *[bisect_right(ts, x) for x in cuts], t.rows]
+        # only the bins holding rows: a worker of a minute in a run of hours fills a few of them
+        filled = [b for b in range(bins) if bounds[b + 1] > bounds[b]]
+        if not t.n_gpu and t.rows <= 2 * len(filled):  # about a row per bin: row by row
+            _add_rows(tl, phase_ns, filled, bounds, rb, wb, rss, rss_ok, c[W_TAG], tags, t)
+            continue
+        for b_ in filled:
+            lo, hi = bounds[b_], bounds[b_ + 1]
             if rb is not None:
                 tl.read[b_] += sum(rb[lo:hi])
                 tl.write[b_] += sum(wb[lo:hi])
@@ -197,7 +200,6 @@ def build_timeline(run: MergedRun, bins: int = DEFAULT_BINS) -> Timeline | None:
                     # this process's time-weighted mean; processes add up
                     ma[b_][0] += sum(map(mul, pos, d_read)) / max(1, sum(d_read))
                     ma[b_][1] = 1.0
-            lo = hi
     if not tl.workers:
         return None
     tl.phase = [max(acc, key=lambda p: (acc[p], p)) if acc else None for acc in phase_ns]
@@ -206,6 +208,43 @@ def build_timeline(run: MergedRun, bins: int = DEFAULT_BINS) -> Timeline | None:
     for key, acc in mine_acc.items():
         tl.gpu_mine[key] = [a if d else None for a, d in acc]
     return tl
+
+
+def _add_rows(
+    tl: Timeline,
+    phase_ns: list[dict[tuple[str, ...], int]],
+    filled: list[int],
+    bounds: list[int],
+    rb: Sequence[int] | None,
+    wb: Sequence[int] | None,
+    rss: Sequence[int] | None,
+    rss_ok: list[bool] | None,
+    tag_col: Sequence[int],
+    tags: dict[int, tuple[str, ...]],
+    t: SampleTable,
+) -> None:
+    """One worker's rows added row by row, for a worker with about one row per bin (where the
+    per-bin slices and sums of build_timeline cost more than the rows): the same sums in integers,
+    and each bin's RSS mean of the rows it vouches for."""
+    row_bin = [b for b in filled for _ in range(bounds[b + 1] - bounds[b])]
+    rss_sum: dict[int, int] = {}
+    rss_n: dict[int, int] = {}
+    unknown = ("(unknown phase)",)
+    interval = t.interval_ns
+    for i, b in enumerate(row_bin):
+        if rb is not None and wb is not None:
+            tl.read[b] += rb[i]
+            tl.write[b] += wb[i]
+        if rss is not None and (rss_ok is None or rss_ok[i]):
+            rss_sum[b] = rss_sum.get(b, 0) + rss[i]
+            rss_n[b] = rss_n.get(b, 0) + 1
+        path = tags.get(tag_col[i], unknown)
+        if path != NO_PHASE:
+            acc = phase_ns[b]
+            acc[path] = acc.get(path, 0) + interval
+    for b, total in rss_sum.items():
+        tl.rss[b] += total / rss_n[b]
+        tl.has_rss = True
 
 
 @dataclass
@@ -248,18 +287,21 @@ def recent(run: MergedRun, window_s: float, now_ns: int) -> Recent | None:
                 data = read_range(fd, hb + (rows - want) * row, want * row)
         except UnsafeFile:
             continue
-        vals = [
-            [int.from_bytes(data[o + 8 * k : o + 8 * k + 8], "little", signed=True) for k in _NEED]
-            for o in range(0, len(data) - row + 1, row)
-        ]
-        if not vals:
+        n = len(data) // row
+        if n == 0:
             continue
+        flat = array("q")  # the rows' words, little-endian int64 as the sampler writes them
+        flat.frombytes(memoryview(data)[: n * row])
+        if sys.byteorder == "big":
+            flat.byteswap()
+        ts, flags = flat[W_T::words], flat[W_FLAGS::words]
+        rb, wb, rss_col = flat[W_RB::words], flat[W_WB::words], flat[W_RSS::words]
         out.workers += 1
-        for v in vals:
-            if v[W_T] > lo and v[W_FLAGS] & F_IO:
-                out.read_bytes += v[W_RB]
-                out.write_bytes += v[W_WB]
-        rss = [v[W_RSS] for v in vals if v[W_FLAGS] & F_RSS and v[W_RSS] >= 0]
+        for t_, f, r, w_ in zip(ts, flags, rb, wb, strict=True):
+            if t_ > lo and f & F_IO:
+                out.read_bytes += r
+                out.write_bytes += w_
+        rss = [v for f, v in zip(flags, rss_col, strict=True) if f & F_RSS and v >= 0]
         if rss:
             out.rss_bytes += rss[-1]
     return out if out.workers else None

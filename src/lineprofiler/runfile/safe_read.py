@@ -63,8 +63,12 @@ def open_regular(
 def _open(path: str | os.PathLike[str], within: str | os.PathLike[str] | None) -> int:
     if within is None or os.fspath(within) == "":  # "": no run directory known
         return _open_at(os.fspath(path), None)
-    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(within))
-    parts = rel.split(os.sep)
+    parts = _parts_below(os.fspath(path), os.fspath(within))
+    if parts is None:  # not the plain "<within>/a/b" the run's readers pass: normalise both
+        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(within))
+        parts = rel.split(os.sep)
+    else:
+        rel = os.sep.join(parts)
     if rel in (".", "") or parts[0] == ".." or os.path.isabs(rel):
         raise UnsafeFile("not a file of the run directory")
     try:
@@ -86,6 +90,22 @@ def _open(path: str | os.PathLike[str], within: str | os.PathLike[str] | None) -
         return _open_at(parts[-1], dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _parts_below(path: str, within: str) -> list[str] | None:
+    """The names from ``within`` down to ``path`` when ``path`` is literally ``within`` + "/" +
+    plain names (no "", "." or ".."), both absolute: what relpath(abspath) would give, without its
+    cost (a report opens three files per worker). None otherwise."""
+    sep = os.sep
+    if not (path.startswith(sep) and within.startswith(sep)):
+        return None
+    prefix = within if within.endswith(sep) else within + sep
+    if not path.startswith(prefix):
+        return None
+    parts = path[len(prefix) :].split(sep)
+    if any(p in ("", ".", "..") for p in parts):
+        return None
+    return parts
 
 
 def _open_at(name: str, dir_fd: int | None) -> int:
