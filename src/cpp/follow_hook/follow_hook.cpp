@@ -18,6 +18,8 @@
 
 #include <cstring>
 
+#include "module/saved_error.h"
+
 namespace {
 
 PyObject* g_callback = nullptr;  // callable(filename) -> bool; nullptr once woken (or unarmed)
@@ -25,23 +27,7 @@ PyObject* g_declined = nullptr;  // set of the file names the callback declined
 bool g_hook_added = false;
 bool g_in_callback = false;  // the callback's own imports do not re-enter it
 
-// Keeps the error indicator (none is expected) for its lifetime; restores it at the end.
-struct SavedError {
-#if PY_VERSION_HEX >= 0x030C0000
-  PyObject* exc = PyErr_GetRaisedException();
-  ~SavedError() {
-    PyErr_SetRaisedException(exc);
-  }
-#else
-  PyObject *type, *value, *tb;
-  SavedError() {
-    PyErr_Fetch(&type, &value, &tb);
-  }
-  ~SavedError() {
-    PyErr_Restore(type, value, tb);
-  }
-#endif
-};
+using lp_module::SavedError;  // keeps the error indicator (none is expected) across the callback
 
 // The file name an event is about (borrowed), or nullptr when it is not one of ours.
 PyObject* event_filename(const char* event, PyObject* args) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lp_core/clock.h"
+#include "module/saved_error.h"
 
 #if PY_VERSION_HEX >= 0x030C0000
 #define LP_LINE_MONITORING 1
@@ -134,25 +135,6 @@ struct Tracer {
   // Gaps, counted since the last clear() (3.11; always 0 on sys.monitoring):
   uint64_t displacements = 0;    // another trace function replaced ours and then gave it back
   uint64_t threads_skipped = 0;  // threads running another trace function at enable (untraced)
-};
-
-/// Saves the error indicator for its lifetime and restores it at the end (discarding any error
-/// raised meanwhile): around calls into Python from a hook, or cleanup after a failure.
-struct SavedError {
-#if PY_VERSION_HEX >= 0x030C0000
-  PyObject* exc = PyErr_GetRaisedException();
-  ~SavedError() {
-    PyErr_SetRaisedException(exc);
-  }
-#else
-  PyObject *type, *value, *tb;
-  SavedError() {
-    PyErr_Fetch(&type, &value, &tb);
-  }
-  ~SavedError() {
-    PyErr_Restore(type, value, tb);
-  }
-#endif
 };
 
 /// The active tracer, or nullptr.

@@ -36,7 +36,20 @@ PyObject* front_bind(PyObject* self, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+// A Profiler (a Python subclass) holds its recorder here, and the recorder's callbacks hold the
+// Profiler's bound methods: the collector must see this reference to break that cycle.
+int front_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(reinterpret_cast<FrontObject*>(self)->rec);
+  return 0;
+}
+
+int front_clear(PyObject* self) {
+  Py_CLEAR(reinterpret_cast<FrontObject*>(self)->rec);  // unbound: phase()/count() are no-ops
+  return 0;
+}
+
 void front_dealloc(PyObject* self) {
+  PyObject_GC_UnTrack(self);
   Py_CLEAR(reinterpret_cast<FrontObject*>(self)->rec);
   Py_TYPE(self)->tp_free(self);
 }
@@ -135,7 +148,7 @@ PyObject* front_init_subclass(PyObject* cls, PyObject* args, PyObject* kwds) {
 int init_front_type(PyObject* module) {
   FrontType.tp_name = "lineprofiler._core.PhaseFront";
   FrontType.tp_basicsize = sizeof(FrontObject);
-  FrontType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE;
+  FrontType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC;
   FrontType.tp_doc = "Base of accounting.Profiler: phase()/count() on a bound Recorder, or no-ops.";
   // object.__new__ itself, not PyType_GenericNew: it gives a Python subclass's instances their
   // inline attribute values. Without them CPython 3.12 cannot specialise `profiler.phase` /
@@ -143,6 +156,9 @@ int init_front_type(PyObject* module) {
   // allocation leaves rec unbound.
   FrontType.tp_new = PyBaseObject_Type.tp_new;
   FrontType.tp_dealloc = front_dealloc;
+  FrontType.tp_traverse = front_traverse;
+  FrontType.tp_clear = front_clear;
+  FrontType.tp_free = PyObject_GC_Del;
   FrontType.tp_methods = front_methods;
   if (PyType_Ready(&FrontType) < 0) return -1;
   return PyModule_AddObjectRef(module, "PhaseFront", reinterpret_cast<PyObject*>(&FrontType));

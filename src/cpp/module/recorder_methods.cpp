@@ -205,10 +205,17 @@ PyObject* recorder_sampler_status(PyObject* self, PyObject*) {
 }
 
 // Runs on the snapshot thread after a periodic write: takes the GIL only for the call, and not
-// at all while finalising (atexit stops the thread first; that check is a backstop). An error is
-// cleared: the Python dispatcher counts its callbacks' errors itself.
-void run_periodic_hook(PyObject* hook) {
-  call_with_gil([hook] { Py_XDECREF(PyObject_CallNoArgs(hook)); });
+// at all while finalising (atexit stops the thread first; that check is a backstop). The hook is
+// read under the GIL, since the cycle collector may have cleared it (recorder_clear); r itself
+// outlives the thread (recorder_dealloc joins it first). An error is cleared: the Python
+// dispatcher counts its callbacks' errors itself.
+void run_periodic_hook(RecorderObject* r) {
+  call_with_gil([r] {
+    PyObject* hook = Py_XNewRef(r->periodic_hook);
+    if (!hook) return;
+    Py_XDECREF(PyObject_CallNoArgs(hook));
+    Py_DECREF(hook);
+  });
 }
 
 PyObject* recorder_set_periodic_hook(PyObject* self, PyObject* hook) {
@@ -223,7 +230,7 @@ PyObject* recorder_set_periodic_hook(PyObject* self, PyObject* hook) {
   }
   Py_INCREF(hook);
   r->periodic_hook = hook;
-  r->worker->set_periodic_hook([hook] { run_periodic_hook(hook); });
+  r->worker->set_periodic_hook([r] { run_periodic_hook(r); });
   Py_RETURN_NONE;
 }
 
@@ -354,8 +361,26 @@ PyObject* recorder_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   return reinterpret_cast<PyObject*>(self);
 }
 
+// The two callbacks are the Python references a recorder holds that can lead back to it (a
+// Profiler's bound method, a closure over the recorder): the cycle collector sees and breaks
+// them. Its spare scopes only borrow it back and are not collected objects.
+int recorder_traverse(PyObject* self, visitproc visit, void* arg) {
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  Py_VISIT(r->periodic_hook);
+  Py_VISIT(r->phase_wrapper);
+  return 0;
+}
+
+int recorder_clear(PyObject* self) {
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  Py_CLEAR(r->phase_wrapper);  // phase_on holds it across its call
+  Py_CLEAR(r->periodic_hook);  // the snapshot thread reads it under the GIL (run_periodic_hook)
+  return 0;
+}
+
 void recorder_dealloc(PyObject* self) {
   RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  PyObject_GC_UnTrack(self);  // before the GIL is released below
   if (r->weakreflist) PyObject_ClearWeakRefs(self);
   for (ScopeObject*& spare : r->spare) {  // a spare a user still holds now does nothing
     if (spare) {
@@ -380,10 +405,13 @@ void recorder_dealloc(PyObject* self) {
 int init_recorder_type(PyObject* module) {
   RecorderType.tp_name = "lineprofiler._core.Recorder";
   RecorderType.tp_basicsize = sizeof(RecorderObject);
-  RecorderType.tp_flags = Py_TPFLAGS_DEFAULT;
+  RecorderType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
   RecorderType.tp_doc = "One process's phase recorder, its worker file and snapshot thread.";
   RecorderType.tp_new = recorder_new;
   RecorderType.tp_dealloc = recorder_dealloc;
+  RecorderType.tp_traverse = recorder_traverse;
+  RecorderType.tp_clear = recorder_clear;
+  RecorderType.tp_free = PyObject_GC_Del;  // tp_alloc (PyType_GenericAlloc) allocates and tracks
   RecorderType.tp_methods = recorder_methods;
   RecorderType.tp_getset = recorder_getset;
   RecorderType.tp_weaklistoffset = offsetof(RecorderObject, weakreflist);

@@ -314,7 +314,7 @@ inline PyObject* do_count(RecorderObject* r, PyObject* const* args, Py_ssize_t n
 }
 
 // ---------------------------------------------------------------------------------------------
-// Per-file initialisation, called by add_recorder_types (module_functions.cpp). Each returns 0,
+// Per-file initialisation, called by add_recorder_types (installed.cpp). Each returns 0,
 // or -1 with a Python exception set.
 
 int init_phase_names(PyObject* module);    // PhaseNameWarning, PhaseNameError, name_shape()

@@ -147,9 +147,6 @@ class _ChildTracer:
     def clear(self) -> None:
         self._tracer.clear()
 
-    def traced_anything(self) -> bool:
-        return bool(self._tracer.results())
-
     def report(self) -> Any:
         from lineprofiler.line.profiler import LineProfiler
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from lineprofiler.runfile import core_constants as _cc
@@ -88,13 +88,6 @@ class Histogram:
             if seen >= rank:
                 return _BUCKET_VALUE[b]
         return _BUCKET_VALUE[max(self.buckets)]
-
-    def mean_estimate(self) -> float:
-        """Mean of the bucket values (prefer wall_ns / calls where it is available)."""
-        total = self.count
-        if total == 0:
-            return math.nan
-        return sum(_BUCKET_VALUE[b] * c for b, c in self.buckets.items()) / total
 
 
 def merged_extremes(
@@ -273,28 +266,3 @@ class PhaseStats:
         if not before.calls:
             out.min_wall_ns, out.max_wall_ns = self.min_wall_ns, self.max_wall_ns
         return out
-
-    @classmethod
-    def from_record(cls, rec: Mapping) -> PhaseStats:
-        """From one phase record of a worker file's ``threads[].phases[]``."""
-        cpu = rec.get("cpu_ns")
-        return cls(
-            calls=int(rec.get("calls", 0)),
-            wall_ns=int(rec.get("wall_ns", 0)),
-            self_ns=int(rec.get("self_ns", 0)),
-            cpu_ns=None if cpu is None else int(cpu),
-            open_ns=int(rec.get("open_ns", 0)),
-            open=int(rec.get("open", 0)),
-            hist=Histogram.from_pairs(rec.get("hist", ())),
-            counters={str(k): int(v) for k, v in dict(rec.get("counters", {})).items()},
-            sample_every=int(rec.get("sample_every", 0)),
-            async_calls=int(rec.get("async_calls", 0)),
-            async_wall_ns=int(rec.get("async_wall_ns", 0)),
-            min_wall_ns=_opt_int(rec.get("min_wall_ns")),
-            max_wall_ns=_opt_int(rec.get("max_wall_ns")),
-            raised=int(rec.get("raised", 0)),
-        )
-
-
-def _opt_int(value: object) -> int | None:
-    return None if value is None else int(value)
