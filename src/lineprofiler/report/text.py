@@ -116,11 +116,10 @@ def role_lines(rv: RoleView) -> list[str]:
         RULE,
     ]
     if rv.overlap is not None:
-        why = "concurrent asyncio tasks" if rv.has_async else "entries that ran at the same time"
         whose = "process's" if role.processes == 1 else "processes'"
         out += textwrap.wrap(
             f"phase time {fmt_duration(rv.phase_time_ns)} is {fmt_ratio(rv.overlap)} the "
-            f"{whose} wall time {fmt_duration(rv.lifetime_ns)}: it sums {why}, each "
+            f"{whose} wall time {fmt_duration(rv.lifetime_ns)}: it sums concurrent asyncio tasks, each "
             "counting its own wall time",
             WRAP,
             break_on_hyphens=False,

@@ -197,10 +197,13 @@ class RoleView:
 
     @property
     def overlap(self) -> float | None:
-        """Phase time over the processes' wall time (``lifetime_ns``) when it exceeds it (entries
-        that ran at the same time, such as concurrent asyncio tasks, each count their own wall);
-        None when it does not."""
-        if self.lifetime_ns <= 0 or self.phase_time_ns <= self.lifetime_ns:
+        """For a role with asyncio entries: its phase time over the processes' wall time
+        (``lifetime_ns``) when it exceeds it (concurrent tasks each count their own wall time);
+        None when it does not, and for a role without asyncio entries (threads' phases add up
+        beside each other too, which the legend already says: times are summed)."""
+        if not self.has_async or self.lifetime_ns <= 0:
+            return None
+        if self.phase_time_ns <= self.lifetime_ns:
             return None
         return self.phase_time_ns / self.lifetime_ns
 
