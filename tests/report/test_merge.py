@@ -234,7 +234,9 @@ def test_open_entries_and_live_run_are_caveats(tmp_path):
     assert run.tree[("train",)].time_ns == 6 * MS  # the open entry's time so far counts
     assert run.tree[("train",)].wall_ns == MS  # but not as a completed entry
     kinds = {c.kind: c for c in run.caveats}
-    assert "live" in kinds and kinds["open_entries"].message.startswith("1 phase entries")
+    assert "live" in kinds and kinds["open_entries"].message.startswith(
+        "1 phase entry in 1 worker(s) was still open"
+    )
 
 
 def test_folding_in_several_processes_gives_the_same_run(tmp_path):

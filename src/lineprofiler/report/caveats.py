@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from lineprofiler.report.attempts import duplicate_ranks
 from lineprofiler.report.model import Caveat, MergedRun, Worker
-from lineprofiler.report.units import fmt_duration, fmt_utc
+from lineprofiler.report.units import fmt_duration, fmt_plural, fmt_utc
 
 _LIST_LIMIT = 10
 
@@ -110,7 +110,8 @@ def run_caveats(run: MergedRun) -> list[Caveat]:
         out.append(
             Caveat(
                 "folded",
-                f'{total:,} phase entries in {len(folded)} worker(s) went to the "(folded)" '
+                f"{fmt_plural(total, 'phase entry', 'phase entries')} in {len(folded)} worker(s) "
+                'went to the "(folded)" '
                 "node: their phase tree was full (4096 paths), so new paths were folded "
                 "together — phase names built from data?",
                 [w.path for w in folded],
@@ -175,7 +176,8 @@ def run_caveats(run: MergedRun) -> list[Caveat]:
         out.append(
             Caveat(
                 "open_entries",
-                f"{entries:,} phase entries in {len(still_open)} worker(s) were still open at "
+                f"{fmt_plural(entries, 'phase entry', 'phase entries')} in {len(still_open)} "
+                f"worker(s) {'was' if entries == 1 else 'were'} still open at "
                 "their last write: their time so far is counted, their wait and percentiles "
                 "are not",
                 [w.path for w in still_open],
@@ -258,49 +260,83 @@ def _attempt_caveats(run: MergedRun) -> list[Caveat]:
             )
         )
     start = min((a.start_time for a in reported if a.start_time is not None), default=None)
+    # One bullet per kind of attempt left out, however many there are: (attempt id, details).
+    unplaced: list[tuple[str, str]] = []
+    overlapped: list[tuple[str, str]] = []
+    later: list[tuple[str, str]] = []
+    older: list[tuple[str, str]] = []
     for a in run.superseded:
         when = f", started {fmt_utc(a.start_time)}" if a.start_time is not None else ""
         what = f"{a.workers} worker file(s){when}"
         if a.workers and a.unreadable == a.workers:  # nothing of it to place it by but names
             when = f", last modified {fmt_utc(a.end_time)}" if a.end_time is not None else ""
-            out.append(
-                Caveat(
-                    "superseded_attempt",
-                    f"attempt {a.run_id} ({a.workers} unreadable worker file(s){when}) is not "
-                    "merged: none of its files could be read, and neither their names nor their "
-                    "times place them in this run",
-                )
-            )
-            continue
-        concurrent = start is not None and any(a.run_id in r.overlapped for r in reported)
-        if concurrent:
-            out.append(
-                Caveat(
-                    "overlapped_attempt",
-                    f"attempt {a.run_id} ({what}) ran at the same time under another id and is "
-                    f"not merged; report it with --attempt {a.run_id}",
-                )
-            )
+            unplaced.append((a.run_id, f"{a.workers} unreadable worker file(s){when}"))
+        elif start is not None and any(a.run_id in r.overlapped for r in reported):
+            overlapped.append((a.run_id, what))
         elif start is not None and a.start_time is not None and a.start_time > start:
-            asked = run.attempt_asked is not None
-            out.append(
-                Caveat(
-                    "later_attempt",
-                    f"a later attempt {a.run_id} ({what}) is not merged; "
-                    + (
-                        "this report is the one asked for"
-                        if asked
-                        else "it has no readable worker file, so this report is the newest "
-                        "attempt that has one"
-                    ),
-                )
-            )
+            later.append((a.run_id, what))
         else:
-            out.append(
-                Caveat(
-                    "superseded_attempt",
-                    f"superseded attempt {a.run_id} ({what}) is not merged (a rerun into the "
-                    "same directory replaced it); this report is the newest attempt",
+            older.append((a.run_id, what))
+    if unplaced:
+        out.append(
+            Caveat(
+                "superseded_attempt",
+                (
+                    f"attempt {_attempts(unplaced)} is not merged: none of its files could be "
+                    "read, and neither their names nor their times place them in this run"
                 )
+                if len(unplaced) == 1
+                else f"{len(unplaced)} attempts are not merged: none of their files could be "
+                "read, and neither their names nor their times place them in this run: "
+                + _attempts(unplaced),
             )
+        )
+    if overlapped:
+        out.append(
+            Caveat(
+                "overlapped_attempt",
+                (
+                    f"attempt {_attempts(overlapped)} ran at the same time under another id and "
+                    f"is not merged; report it with --attempt {overlapped[0][0]}"
+                )
+                if len(overlapped) == 1
+                else f"{len(overlapped)} attempts ran at the same time under other ids and are "
+                f"not merged: {_attempts(overlapped)}; report one with --attempt ID",
+            )
+        )
+    if later:
+        one = len(later) == 1
+        why = (
+            "this report is the one asked for"
+            if run.attempt_asked is not None
+            else ("it has" if one else "they have")
+            + " no readable worker file, so this report is the newest attempt that has one"
+        )
+        out.append(
+            Caveat(
+                "later_attempt",
+                f"a later attempt {_attempts(later)} is not merged; {why}"
+                if one
+                else f"{len(later)} later attempts are not merged: {_attempts(later)}; {why}",
+            )
+        )
+    if older:
+        out.append(
+            Caveat(
+                "superseded_attempt",
+                (
+                    f"superseded attempt {_attempts(older)} is not merged (a rerun into the same "
+                    "directory replaced it); this report is the newest attempt"
+                )
+                if len(older) == 1
+                else f"{len(older)} older attempts superseded (reruns into the same directory "
+                f"replaced them) and not merged: {_attempts(older)}; this report is the newest "
+                "attempt",
+            )
+        )
     return out
+
+
+def _attempts(items: list[tuple[str, str]]) -> str:
+    """``ID (details)``, joined; at most _LIST_LIMIT of them, then how many more."""
+    return _listing([f"{run_id} ({details})" for run_id, details in items])

@@ -27,9 +27,11 @@ from lineprofiler.report.text import header_block, legend_block
 from lineprofiler.report.timeline import Timeline, build_timeline
 from lineprofiler.report.units import (
     NA,
+    fmt_axis_duration,
     fmt_bytes,
     fmt_count,
     fmt_duration,
+    fmt_plural,
     fmt_rate,
     fmt_ratio,
     fmt_share,
@@ -179,10 +181,12 @@ def role_section(rv: RoleView) -> str:
         for r in hists:
             marks = [("p50", r.q(0.5)), ("p95", r.q(0.95)), ("p99", r.q(0.99))]
             cap = (
-                f"{r.label} — {r.stats.calls:,} entries, p50 {fmt_duration(marks[0][1])}, "
+                f"{r.label} — {fmt_plural(r.stats.calls, 'entry', 'entries')}, p50 {fmt_duration(marks[0][1])}, "
                 f"p95 {fmt_duration(marks[1][1])}, p99 {fmt_duration(marks[2][1])}"
             )
-            svg = histogram(r.stats.hist.buckets, marks, fmt_duration, f"{role.name}: {r.label}")
+            svg = histogram(
+                r.stats.hist.buckets, marks, fmt_axis_duration, f"{role.name}: {r.label}"
+            )
             out.append(f"<figure><figcaption>{esc(cap)}</figcaption>{svg}</figure>")
         out.append("</div>")
     out.append(_counters(rv))
@@ -325,7 +329,7 @@ def timelines_section(view: RunView, tl: Timeline | None) -> str:
     bin_s = tl.bin_ns / 1e9
 
     def axis(b: int) -> str:
-        return fmt_duration(b * tl.bin_ns)
+        return fmt_axis_duration(b * tl.bin_ns)
 
     band = [None if p is None else "/".join(p) for p in tl.phase]
     out = [

@@ -95,11 +95,13 @@ class RunResources:
 
     @property
     def no_phase_share(self) -> float | None:
-        total = self.io.read_chars + self.io.write_chars
+        """The share of disk bytes (read_bytes + write_bytes, the I/O block's disk columns) that
+        moved in intervals with no phase open; None when no disk byte moved."""
+        total = self.io.read_bytes + self.io.write_bytes
         if total <= 0:
             return None
         t = self.by_tag.get(NO_PHASE)
-        return ((t.read_chars + t.write_chars) / total) if t else 0.0
+        return ((t.read_bytes + t.write_bytes) / total) if t else 0.0
 
     @property
     def read_bytes_per_s(self) -> float | None:

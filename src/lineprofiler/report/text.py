@@ -30,6 +30,7 @@ from lineprofiler.report.view import (
     PhaseRow,
     RoleView,
     RunView,
+    any_async,
     any_on_threads,
     clock_summary,
     run_view,
@@ -114,6 +115,15 @@ def role_lines(rv: RoleView) -> list[str]:
         f"imbalance {imbalance})",
         RULE,
     ]
+    if rv.overlap is not None:
+        whose = "process's" if role.processes == 1 else "processes'"
+        out += textwrap.wrap(
+            f"phase time {fmt_duration(rv.phase_time_ns)} is {fmt_ratio(rv.overlap)} the "
+            f"{whose} wall time {fmt_duration(rv.lifetime_ns)}: it sums concurrent asyncio tasks, each "
+            "counting its own wall time",
+            WRAP,
+            break_on_hyphens=False,
+        )
     idle = [w for w in role.workers if w.idle]
     if idle:
         out.append(
@@ -250,6 +260,14 @@ def legend_block(view: RunView) -> list[str]:
             "(on N threads): its time runs in parallel with the parent's, is in no share and not "
             "out of the parent's self time."
             if any_on_threads(run)
+            else ""
+        )
+        + (
+            " async (in the wait% column): the phase has entries inside asyncio tasks; a task's "
+            "wall time includes its awaits while other tasks run, so the phase's time sums "
+            "concurrent tasks (it can exceed the processes' wall time), and the thread's CPU time "
+            "is not the task's, so no wait% is given."
+            if any_async(run)
             else ""
         ),
         WRAP,

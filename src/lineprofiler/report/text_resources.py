@@ -95,10 +95,13 @@ def io_block(view: RunView) -> list[str]:
     )
     share = res.no_phase_share
     if share is not None:
-        out.append(f"  {fmt_share(share)} of traffic landed with (no phase open)")
-    tagged = sorted(res.by_tag.items(), key=lambda kv: -(kv[1].read_chars + kv[1].write_chars))[
-        :TOP_TAGS
-    ]
+        out.append(
+            f"  {fmt_share(share)} of disk bytes (read + written) landed with (no phase open)"
+        )
+    tagged = sorted(
+        res.by_tag.items(),
+        key=lambda kv: (-(kv[1].read_bytes + kv[1].write_bytes), -kv[1].page_cache_bytes),
+    )[:TOP_TAGS]
     if tagged and not (len(tagged) == 1 and tagged[0][0] == NO_PHASE):
         out.append("  by phase open at each interval's start (1-interval resolution):")
         width = max(24, max(len(_path_name(p)) for p, _ in tagged) + 2)

@@ -76,6 +76,16 @@ def fmt_duration(ns: float | None) -> str:
     return f"{minutes // 60}h {minutes % 60:02d}m"
 
 
+def fmt_axis_duration(ns: float) -> str:
+    """A duration on a chart's axis: ``fmt_duration``, but a plain ``0`` at the origin."""
+    return "0" if ns == 0 else fmt_duration(ns)
+
+
+def fmt_plural(n: int, word: str, plural: str | None = None) -> str:
+    """``1 entry``, ``2,048 entries``: the count with the word in its number."""
+    return f"{n:,} {word if n == 1 else (plural or word + 's')}"
+
+
 def fmt_count(n: int | None) -> str:
     return NA if n is None else f"{n:,}"
 

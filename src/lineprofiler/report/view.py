@@ -189,6 +189,29 @@ class RoleView:
     # Whether the views show a ``raised`` column: some phase of the run exited by an exception.
     raised_shown: bool = False
 
+    @property
+    def phase_time_ns(self) -> int:
+        """The role's top-level phase time (summed over processes, and over concurrent asyncio
+        tasks within one)."""
+        return sum(r.time_ns for r in self.top_level)
+
+    @property
+    def overlap(self) -> float | None:
+        """For a role with asyncio entries: its phase time over the processes' wall time
+        (``lifetime_ns``) when it exceeds it (concurrent tasks each count their own wall time);
+        None when it does not, and for a role without asyncio entries (threads' phases add up
+        beside each other too, which the legend already says: times are summed)."""
+        if not self.has_async or self.lifetime_ns <= 0:
+            return None
+        if self.phase_time_ns <= self.lifetime_ns:
+            return None
+        return self.phase_time_ns / self.lifetime_ns
+
+    @property
+    def has_async(self) -> bool:
+        """Whether some phase of the role has entries inside asyncio tasks."""
+        return any(r.stats.async_calls for r in self.phases.values())
+
 
 @dataclass
 class RunView:
@@ -306,6 +329,12 @@ def any_raised(run: MergedRun) -> bool:
     """Whether any phase of the run has an entry that exited by an exception (the views show a
     ``raised`` column only then)."""
     return any(s.raised for role in run.roles.values() for s in role.tree.values())
+
+
+def any_async(run: MergedRun) -> bool:
+    """Whether any phase of the run has entries inside asyncio tasks (the text legend then says
+    what ``async`` means)."""
+    return any(s.async_calls for role in run.roles.values() for s in role.tree.values())
 
 
 def any_on_threads(run: MergedRun) -> bool:
