@@ -10,7 +10,8 @@ namespace lp_module {
 /// only and Python C API only, so that _follow_hook (no C++ runtime) shares it with _core.
 struct SavedError {
 #if PY_VERSION_HEX >= 0x030C0000
-  PyObject* exc = PyErr_GetRaisedException();
+  PyObject* exc;
+  SavedError() : exc(PyErr_GetRaisedException()) {}
   ~SavedError() {
     PyErr_SetRaisedException(exc);
   }
