@@ -160,3 +160,40 @@ def test_close_restores_the_executor_and_thread_methods(tmp_path):
     with _profiler(tmp_path / "run", propagate_threads=True):
         assert ThreadPoolExecutor.submit is not submit and threading.Thread.start is not start
     assert ThreadPoolExecutor.submit is submit and threading.Thread.start is start
+
+
+def test_a_library_patch_made_before_or_after_ours_is_kept(tmp_path):
+    # Thread.start is left alone without propagate_threads, whatever another library did to it.
+    calls: list[str] = []
+    start, submit = threading.Thread.start, ThreadPoolExecutor.submit
+
+    def theirs_start(self):  # a library that patched Thread.start before the profiler existed
+        calls.append("start")
+        start(self)
+
+    threading.Thread.start = theirs_start
+    try:
+        with _profiler(tmp_path / "a"):
+            assert threading.Thread.start is theirs_start
+        assert threading.Thread.start is theirs_start
+    finally:
+        threading.Thread.start = start
+    # A library that wraps our submit after install keeps its wrapper after close; ours, still in
+    # its chain, passes every call through (no attach, no error), and work runs exactly once.
+    tally = _Tally()
+    with _profiler(tmp_path / "b") as profiler:
+        ours = ThreadPoolExecutor.submit
+
+        def theirs_submit(self, fn, /, *args, **kwargs):
+            calls.append("submit")
+            return ours(self, fn, *args, **kwargs)
+
+        ThreadPoolExecutor.submit = theirs_submit
+        try:
+            profiler.close()
+            assert ThreadPoolExecutor.submit is theirs_submit
+            with ThreadPoolExecutor(2) as pool:
+                list(pool.map(tally.work, range(5)))
+        finally:
+            ThreadPoolExecutor.submit = submit
+    assert tally.calls == 5 and calls.count("submit") == 5 and calls.count("start") == 0

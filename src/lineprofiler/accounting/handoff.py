@@ -96,48 +96,60 @@ def _attached(fn: Callable[..., Any], ctx: Context) -> Callable[..., Any]:
     return run_attached
 
 
-_orig_submit: Any = None  # ThreadPoolExecutor.submit, once install() has imported it
-_ORIG_START = threading.Thread.start
-_propagate_threads = False
+# What each patched method was before install() replaced it (None: not patched). Only what the
+# profiler propagates through is patched, and uninstall() restores a method only while it is still
+# ours; where another library has wrapped ours since, ours stays in its chain, inert (it passes
+# every call straight through), and the other library keeps its patch.
+_orig_submit: Any = None
+_orig_start: Any = None
+_executors_on = False
+_threads_on = False
 
 
 def _submit(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-    ctx = context()
-    if ctx.names:
-        fn = _attached(fn, ctx)
+    if _executors_on:
+        ctx = context()
+        if ctx.names:
+            fn = _attached(fn, ctx)
     return _orig_submit(self, fn, *args, **kwargs)
 
 
 def _start(self: threading.Thread) -> None:
-    if _propagate_threads:
+    if _threads_on:
         ctx = context()
         if ctx.names:
             self.run = _attached(self.run, ctx)  # type: ignore[method-assign]
-    _ORIG_START(self)
+    _orig_start(self)
 
 
-_start.__doc__ = _ORIG_START.__doc__
+_start.__doc__ = threading.Thread.start.__doc__
 
 
 def install(executors: bool, threads: bool) -> None:
     """Patches what the installed profiler propagates through (undone by uninstall())."""
-    global _propagate_threads, _orig_submit
-    from concurrent.futures import ThreadPoolExecutor  # (a profiled process may never use it)
+    global _orig_submit, _orig_start, _executors_on, _threads_on
+    _executors_on, _threads_on = executors, threads
+    if executors and _orig_submit is None:
+        from concurrent.futures import ThreadPoolExecutor  # (a profiled process may never use it)
 
-    if _orig_submit is None:
         _orig_submit = ThreadPoolExecutor.submit
         _submit.__doc__ = _orig_submit.__doc__
-    ThreadPoolExecutor.submit = _submit if executors else _orig_submit  # type: ignore[method-assign]
-    _propagate_threads = threads
-    threading.Thread.start = _start if threads else _ORIG_START  # type: ignore[method-assign]
+        ThreadPoolExecutor.submit = _submit  # type: ignore[method-assign]
+    if threads and _orig_start is None:
+        _orig_start = threading.Thread.start
+        threading.Thread.start = _start  # type: ignore[method-assign]
 
 
 def uninstall() -> None:
-    """Restores ThreadPoolExecutor.submit and threading.Thread.start."""
-    global _propagate_threads
+    """Restores ThreadPoolExecutor.submit and threading.Thread.start where they are still ours."""
+    global _orig_submit, _orig_start, _executors_on, _threads_on
+    _executors_on = _threads_on = False
     if _orig_submit is not None:
         from concurrent.futures import ThreadPoolExecutor
 
-        ThreadPoolExecutor.submit = _orig_submit  # type: ignore[method-assign]
-    threading.Thread.start = _ORIG_START  # type: ignore[method-assign]
-    _propagate_threads = False
+        if ThreadPoolExecutor.__dict__.get("submit") is _submit:
+            ThreadPoolExecutor.submit = _orig_submit  # type: ignore[method-assign]
+            _orig_submit = None
+    if _orig_start is not None and threading.Thread.__dict__.get("start") is _start:
+        threading.Thread.start = _orig_start  # type: ignore[method-assign]
+        _orig_start = None
