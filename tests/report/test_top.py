@@ -67,6 +67,11 @@ def test_top_live_under_tmux(tmp_path):
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     cmd = f"{sys.executable} -m lineprofiler top {run_dir} --interval {INTERVAL_S}"
+    # top refuses a directory that does not exist yet (at once, as report does): start it once the
+    # demo has made its run directory (a loaded machine can take seconds to get that far)
+    deadline = time.monotonic() + 60
+    while not run_dir.is_dir() and time.monotonic() < deadline:
+        time.sleep(0.05)
     try:
         subprocess.run(
             ["tmux", "-S", str(sock), "new-session", "-d", "-s", "top", "-x", "140", "-y", "50",
