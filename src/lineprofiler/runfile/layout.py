@@ -36,6 +36,12 @@ THREADS_MARK = "[threads]"
 WORKERS_DIR = "workers"
 SAMPLES_SUFFIX = ".samples"
 TAGS_SUFFIX = ".tags"
+# The line statistics of the phases named by Profiler(lines=...) / LINEPROFILER_LINES, one JSON
+# document beside the worker file, rewritten at every snapshot (docs/worker-file.md, "Lines").
+LINES_SUFFIX = ".lines"
+LINES_FORMAT = "lineprofiler-lines"
+LINES_VERSION = 1
+LINES_MAX_BYTES = 8 << 20  # a larger sidecar is not read (a caveat says so)
 
 
 def worker_path(run_dir: Path, host: str, run_id: str, pid: int, uid8: str) -> Path:
@@ -60,6 +66,11 @@ def pid_from_name(name: str) -> int | None:
     stem = name[2:-5] if name.startswith("w_") and name.endswith(".json") else ""
     parts = stem.rsplit("_", 2)
     return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
+
+
+def lines_path(worker_file: Path) -> Path:
+    """The line-statistics sidecar beside a worker file."""
+    return worker_file.with_suffix(LINES_SUFFIX)
 
 
 def samples_path(worker_file: Path) -> Path:
