@@ -67,8 +67,9 @@ COMMANDS: dict[str, Command] = {
         "Run a script (or -m module) under the line profiler and print its slowest lines.",
     ),
     "show": Command(
-        "lineprofiler.line.cli_show",
-        "Print a line profile saved with --json (or LineProfiler.dump_json) again.",
+        "lineprofiler.show",
+        "Print a line profile saved with --json (or LineProfiler.dump_json) again, or a run "
+        "directory's traced phase (lines=) for one role, in the same tables.",
     ),
 }
 

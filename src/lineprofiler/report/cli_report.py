@@ -14,7 +14,7 @@ import traceback
 
 from lineprofiler.report.merge import MergedRun, RunError, merge_run
 from lineprofiler.report.units import terminal_safe
-from lineprofiler.report.view import DEFAULT_TOP
+from lineprofiler.report.view import DEFAULT_LINES_TOP, DEFAULT_TOP
 from lineprofiler.safe_write import write_output
 
 EXAMPLES = """\
@@ -60,6 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "'all' sums every attempt",
     )
     parser.add_argument("--iteration", metavar="NAME", help=ITERATION_HELP)
+    parser.add_argument(
+        "--lines-top",
+        type=int,
+        default=DEFAULT_LINES_TOP,
+        metavar="N",
+        help="lines listed per traced phase (Profiler(lines=...)) in the text report "
+        f"(default {DEFAULT_LINES_TOP}; 0: all)",
+    )
 
 
 def fail(prog: str, message: str) -> int:
@@ -92,7 +100,11 @@ def emit(text: str) -> int:
 
 
 def render_report(
-    run: MergedRun, as_json: bool, top: int = DEFAULT_TOP, iteration: str | None = None
+    run: MergedRun,
+    as_json: bool,
+    top: int = DEFAULT_TOP,
+    iteration: str | None = None,
+    lines_top: int = DEFAULT_LINES_TOP,
 ) -> str:
     """The report of a merged run as the printed formats have it: JSON, else text (``report``
     and ``record`` both print through here)."""
@@ -102,7 +114,7 @@ def render_report(
         return render_json(run, top, iteration)
     from lineprofiler.report.text import render_text
 
-    return render_text(run, top, iteration)
+    return render_text(run, top, iteration, lines_top)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -110,6 +122,8 @@ def main(args: argparse.Namespace) -> int:
         return fail("report", "--html and --json: choose one")
     if args.top < 0:
         return fail("report", f"--top must be 0 or more, not {args.top}")
+    if args.lines_top < 0:
+        return fail("report", f"--lines-top must be 0 or more, not {args.lines_top}")
     try:
         run = merge_run(args.run_dir, with_samples=not args.no_samples, attempt=args.attempt)
         if args.html:
@@ -125,7 +139,7 @@ def main(args: argparse.Namespace) -> int:
                 f"({len(page.encode()):,} bytes)"
             )
             return 0
-        out = render_report(run, args.json, args.top, args.iteration)
+        out = render_report(run, args.json, args.top, args.iteration, args.lines_top)
     except RunError as exc:
         return fail("report", str(exc))
     except Exception as exc:  # never a traceback on a user's terminal

@@ -21,6 +21,7 @@ from lineprofiler.report.html_charts import (
     stacked_bar,
     timeline,
 )
+from lineprofiler.report.html_lines import lines_section
 from lineprofiler.report.json import render_json
 from lineprofiler.report.model import MergedRun
 from lineprofiler.report.text import header_block, legend_block
@@ -424,6 +425,7 @@ def render_html(
         f'<pre class="head">{esc(chr(10).join(header_block(view)))}</pre>',
     ]
     parts += [role_section(rv) for rv in view.roles]
+    parts.append(lines_section(view))  # the traced phases' lines (report.html_lines)
     parts.append(timelines_section(view, tl))
     parts.append(f'<p class="note">{esc(" ".join(legend_block(view)))}</p>')
     parts.append(

@@ -15,6 +15,8 @@ from lineprofiler.report.units import json_frac, json_ns
 from lineprofiler.report.view import (
     DEFAULT_TOP,
     CounterRow,
+    LineRow,
+    PhaseLinesView,
     PhaseRow,
     RoleView,
     Straggler,
@@ -70,6 +72,43 @@ def phase_doc(r: PhaseRow) -> dict[str, Any]:
     }
 
 
+def line_doc(row: LineRow) -> dict[str, Any]:
+    """One line of a traced phase (``roles[].phases[].lines[]``)."""
+    ml = row.line
+    return {
+        "file": ml.file,
+        "line": ml.line,
+        "end_line": ml.end_line,
+        "function": ml.function,
+        "hits": ml.hits,
+        "time_ns": ml.time_ns,
+        "raw_time_ns": ml.raw_time_ns,
+        "self_ns": ml.self_ns,
+        "per_hit_ns": json_ns(row.per_hit_ns),
+        "share": json_frac(row.share),
+        "processes": ml.processes,
+        "source": ml.source,
+    }
+
+
+def lines_traced_doc(lv: PhaseLinesView) -> dict[str, Any]:
+    """A traced phase's ``lines_traced``: its entries, how many were traced, and how much slower
+    the traced ones were."""
+    m = lv.merged
+    return {
+        "requested": m.requested,
+        "processes": m.processes,
+        "entries": m.entries,
+        "traced_entries": m.traced_entries,
+        "traced_wall_ns": m.traced_wall_ns,
+        "untraced_wall_ns": m.untraced_wall_ns,
+        "traced_mean_ns": json_ns(lv.traced_mean_ns),
+        "untraced_mean_ns": json_ns(lv.untraced_mean_ns),
+        "slowdown": None if lv.slowdown is None else round(lv.slowdown, 4),
+        "project_folder": m.project_folder,
+    }
+
+
 def worker_ref(w: Worker) -> dict[str, Any]:
     return {"path": w.path, "rank": w.rank, "host": w.host, "pid": w.pid}
 
@@ -88,6 +127,15 @@ def straggler_doc(s: Straggler) -> dict[str, Any]:
     }
 
 
+def _with_lines(doc: dict[str, Any], lv: PhaseLinesView | None) -> dict[str, Any]:
+    """A traced phase's document gains ``lines_traced`` and ``lines`` (every line, by self
+    time); other phases' documents are as they were."""
+    if lv is not None:
+        doc["lines_traced"] = lines_traced_doc(lv)
+        doc["lines"] = [line_doc(row) for row in lv.rows]
+    return doc
+
+
 def role_doc(rv: RoleView) -> dict[str, Any]:
     role = rv.role
     busy = [b for _, b in role.process_busy_ns()]
@@ -103,7 +151,7 @@ def role_doc(rv: RoleView) -> dict[str, Any]:
             "min": min(busy, default=0),
         },
         "top_level_ns": role.top_level_ns,
-        "phases": [phase_doc(r) for r in rv.phases.values()],
+        "phases": [_with_lines(phase_doc(r), rv.lines.get(p)) for p, r in rv.phases.items()],
         "dominant": [r.name for r in rv.dominant if r.path],
         "iterations": None if rv.iterations is None else rv.iterations.name,
         "stragglers": [straggler_doc(s) for s in rv.stragglers],
@@ -163,7 +211,8 @@ def attempt_doc(a: Attempt) -> dict[str, Any]:
 def to_document(
     run: MergedRun, top: int = DEFAULT_TOP, iteration: str | None = None
 ) -> dict[str, Any]:
-    """The report as plain data (what ``--json`` prints); ``iteration`` as in ``role_view``."""
+    """The report as plain data (what ``--json`` prints); ``iteration`` as in ``role_view``.
+    A traced phase lists every line (``--lines-top`` limits the text report only)."""
     view = run_view(run, top, iteration)
     wall, cpu = clock_summary(run)
     doc: dict[str, Any] = {

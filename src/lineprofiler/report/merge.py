@@ -21,6 +21,7 @@ from lineprofiler.report.attempts import AttemptGroup, UnreadableFile, group_att
 from lineprofiler.report.caveats import run_caveats
 from lineprofiler.report.fates import settle_fates
 from lineprofiler.report.fold import Folded, Partial, fold_files
+from lineprofiler.report.lines_merge import read_run_lines
 from lineprofiler.report.model import Attempt, MergedPhase, MergedRun, Path_, Role, Unreadable
 from lineprofiler.report.parallel import fold_run
 from lineprofiler.report.reduce import load_host
@@ -177,7 +178,8 @@ def merge_run(
         resources.finish_samples(run)
 
     _mark_stale(run)
-    run.caveats = run_caveats(run) + (run.samples.caveats if run.samples else [])
+    lines_caveats = read_run_lines(run)
+    run.caveats = run_caveats(run) + (run.samples.caveats if run.samples else []) + lines_caveats
     return run
 
 

@@ -13,11 +13,15 @@ from __future__ import annotations
 import statistics
 from array import array
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from lineprofiler.report.caveat import Caveat
 from lineprofiler.report.resource_model import RunResources
 from lineprofiler.runfile.stats import PhaseStats
 from lineprofiler.runfile.worker_doc import Path_, Worker
+
+if TYPE_CHECKING:
+    from lineprofiler.report.lines_merge import MergedPhaseLines
 
 __all__ = [
     "Attempt",
@@ -69,6 +73,8 @@ class Role:
     # shorter where the path appeared after the worker was read): what the straggler view needs.
     times: list[array] = field(default_factory=list, repr=False)
     path_ids: dict[Path_, int] = field(default_factory=dict, repr=False)
+    # The traced phases' line statistics (``.lines`` sidecars, report.lines_merge), by path.
+    lines: dict[Path_, MergedPhaseLines] = field(default_factory=dict, repr=False)
 
     def worker_time_ns(self, index: int, path: Path_) -> int:
         """Time of ``workers[index]`` in ``path`` (0 where it never entered it)."""

@@ -26,7 +26,9 @@ from lineprofiler.report.units import (
     terminal_safe,
 )
 from lineprofiler.report.view import (
+    DEFAULT_LINES_TOP,
     DEFAULT_TOP,
+    PhaseLinesView,
     PhaseRow,
     RoleView,
     RunView,
@@ -169,6 +171,38 @@ def dominant_lines(rv: RoleView) -> list[str]:
             out.append(r.name)
         if r.counters:
             out += _counter_lines(r, w)
+        if r.path in rv.lines:
+            out += lines_block(rv.lines[r.path], r.name)
+    shown = {r.path for r in rv.dominant}
+    for path, lv in rv.lines.items():  # a traced phase that is not a dominant one: after them
+        if path not in shown:
+            out += lines_block(lv, path_label(path))
+    return out
+
+
+def lines_block(lv: PhaseLinesView, name: str) -> list[str]:
+    """``LINES IN <phase>``: the phase's top lines by self time, summed over the role's
+    processes that traced it (issue 32)."""
+    out = [f"  LINES IN {name}"]
+    out += textwrap.wrap(
+        lv.note(), WRAP, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False
+    )
+    if not lv.rows:
+        return out + ["    (no line of the project ran inside its traced entries)"]
+    out.append(
+        f"    {'self':>9}{'time':>10}{'hits':>12}{'per hit':>10}{'share':>8}  line / source"
+    )
+    for row in lv.shown:
+        ml = row.line
+        out.append(
+            f"    {fmt_duration(ml.self_ns):>9}{fmt_duration(ml.time_ns):>10}{ml.hits:>12,}"
+            f"{fmt_duration(row.per_hit_ns):>10}{fmt_share(row.share):>8}  {row.where}"
+            + (f"  {row.seen_in_text}" if row.seen_in_text else "")
+        )
+        out.append(f"{'':>56}{ml.source.strip()}")
+    hidden = len(lv.rows) - len(lv.shown)
+    if hidden > 0:
+        out.append(f"    ({hidden:,} more line{'' if hidden == 1 else 's'}: --lines-top N)")
     return out
 
 
@@ -318,10 +352,16 @@ BLOCKS: tuple[tuple[str, Block], ...] = (
 )
 
 
-def render_text(run: MergedRun, top: int = DEFAULT_TOP, iteration: str | None = None) -> str:
+def render_text(
+    run: MergedRun,
+    top: int = DEFAULT_TOP,
+    iteration: str | None = None,
+    lines_top: int = DEFAULT_LINES_TOP,
+) -> str:
     """The text report of a merged run (with caveats, they come right after the header);
-    ``iteration`` names the loop's phase for the ITERATIONS blocks (see ``role_view``)."""
-    view = run_view(run, top, iteration)
+    ``iteration`` names the loop's phase for the ITERATIONS blocks (see ``role_view``);
+    ``lines_top``: lines listed per traced phase (0: all)."""
+    view = run_view(run, top, iteration, lines_top)
     blocks = list(BLOCKS)
     if run.caveats:
         blocks.sort(key=lambda nb: {"header": 0, "caveats": 1}.get(nb[0], 2))

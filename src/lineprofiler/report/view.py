@@ -22,22 +22,30 @@ Definitions (documented for users in docs/report-json.md):
   out of it, of ``busiest`` and of the straggler view (its file misses an unknown part);
 - dominant phases = the ``top`` phases with the most self time, plus phases carrying counters;
 - the straggler view: for the role's first ``STRAGGLER_PHASES`` dominant phases, each process's
-  time in that phase, the slowest against the median.
+  time in that phase, the slowest against the median;
+- the lines of a traced phase (``.lines`` sidecars, report.lines_merge): hits and times summed
+  over the role's processes; a line's ``share`` = its self time over the traced entries' wall
+  time (summed over the same processes); ``per_hit_ns`` = time / hits; ``heat`` = its self time
+  over the phase's largest line self time; ``slowdown`` = mean traced entry wall over mean
+  untraced entry wall (None when every entry was traced); a line ranks by self time.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from lineprofiler.report.lines_merge import MergedLine, MergedPhaseLines
 from lineprofiler.report.model import MergedPhase, MergedRun, Path_, Role, Worker
 from lineprofiler.report.units import NA, path_label
 from lineprofiler.runfile.layout import THREADS_MARK
 from lineprofiler.runfile.stats import PhaseStats
 
 DEFAULT_TOP = 10
+DEFAULT_LINES_TOP = 10  # lines per traced phase in the text report (--lines-top)
 STRAGGLER_PHASES = 3
 ITERATION = "iteration"
 
@@ -177,6 +185,111 @@ class Straggler:
 
 
 @dataclass
+class LineRow:
+    """One line of a traced phase, summed over the role's processes that traced it."""
+
+    line: MergedLine
+    where: str  # file:line, the file relative to the tracer's project folder when under it
+    share: float | None  # self time over the traced entries' wall time
+    heat: float  # self time over the phase's largest line self time (0 to 1)
+    of_processes: int  # processes that traced the phase
+
+    @property
+    def per_hit_ns(self) -> float | None:
+        return self.line.time_ns / self.line.hits if self.line.hits else None
+
+    @property
+    def processes(self) -> int:
+        return self.line.processes
+
+    @property
+    def seen_in_text(self) -> str:
+        """``(in k of n)`` for a line seen in only some of the processes that traced its phase."""
+        k, n = self.line.processes, self.of_processes
+        return f"(in {k} of {n})" if k < n else ""
+
+
+@dataclass
+class PhaseLinesView:
+    """A traced phase's lines, ranked by self time, and how much tracing slowed its entries."""
+
+    merged: MergedPhaseLines
+    rows: list[LineRow]  # every line, by self time (largest first)
+    top: int  # how many the text report lists
+
+    @property
+    def path(self) -> Path_:
+        return self.merged.path
+
+    @property
+    def shown(self) -> list[LineRow]:
+        return self.rows[: self.top] if self.top > 0 else list(self.rows)
+
+    @property
+    def traced_mean_ns(self) -> float | None:
+        m = self.merged
+        return m.traced_wall_ns / m.traced_entries if m.traced_entries else None
+
+    @property
+    def untraced_mean_ns(self) -> float | None:
+        m = self.merged
+        untraced = m.entries - m.traced_entries
+        return m.untraced_wall_ns / untraced if untraced > 0 else None
+
+    @property
+    def slowdown(self) -> float | None:
+        traced, untraced = self.traced_mean_ns, self.untraced_mean_ns
+        if traced is None or untraced is None or untraced <= 0:
+            return None
+        return traced / untraced
+
+    def note(self) -> str:
+        """What the text and HTML reports say under the block's title."""
+        m = self.merged
+        n = m.processes
+        text = (
+            f"traced {m.traced_entries:,} of {m.entries:,} entries in {n:,} "
+            f"process{'' if n == 1 else 'es'}"
+        )
+        slow = self.slowdown
+        if slow is not None:
+            text += (
+                f"; traced entries took {slow:.2f}x the untraced ones' mean; the phase's own "
+                "figures above are as recorded, traced entries included"
+            )
+        return text
+
+
+def _where(file: str, line: int, root: str | None) -> str:
+    if root:
+        try:
+            rel = os.path.relpath(file, root)
+        except ValueError:
+            rel = ".."
+        if not rel.startswith(".."):
+            file = rel
+    return f"{file}:{line}"
+
+
+def phase_lines_view(merged: MergedPhaseLines, top: int = DEFAULT_LINES_TOP) -> PhaseLinesView:
+    """A traced phase's rows: each line's share, heat and place, ranked by self time."""
+    lines = sorted(merged.lines.values(), key=lambda ml: (-ml.self_ns, -ml.time_ns, ml.file, ml.line))
+    peak = max((ml.self_ns for ml in lines), default=0)
+    root = merged.project_folder
+    rows = [
+        LineRow(
+            ml,
+            _where(ml.file, ml.line, root),
+            share_of(ml.self_ns, merged.traced_wall_ns),
+            ml.self_ns / peak if peak > 0 else 0.0,
+            merged.processes,
+        )
+        for ml in lines
+    ]
+    return PhaseLinesView(merged, rows, top)
+
+
+@dataclass
 class RoleView:
     role: Role
     phases: dict[Path_, PhaseRow]  # every phase of the role, tree order
@@ -188,6 +301,8 @@ class RoleView:
     sampled: list[PhaseRow] = field(default_factory=list)  # estimated rows shown
     # Whether the views show a ``raised`` column: some phase of the run exited by an exception.
     raised_shown: bool = False
+    # The traced phases' lines (``Profiler(lines=...)``), by path, in path order.
+    lines: dict[Path_, PhaseLinesView] = field(default_factory=dict)
 
     @property
     def phase_time_ns(self) -> int:
@@ -258,10 +373,16 @@ def interval_rows(
     return phase_rows(stats, 0, times)
 
 
-def role_view(role: Role, top: int = DEFAULT_TOP, iteration: str | None = None) -> RoleView:
+def role_view(
+    role: Role,
+    top: int = DEFAULT_TOP,
+    iteration: str | None = None,
+    lines_top: int = DEFAULT_LINES_TOP,
+) -> RoleView:
     """The role's derived rows. ``iteration``: the phase whose entries the ITERATIONS block
     describes, by name (``step``) or path (``train/step``); None: a phase named ``iteration``,
-    else the role's most-entered top-level phase."""
+    else the role's most-entered top-level phase. ``lines_top``: lines listed per traced phase
+    (0: all)."""
     lifetime = sum(w.lifetime_ns for w in role.workers)
     rows = phase_rows(role.tree, lifetime)
     top_level = sorted(
@@ -289,7 +410,11 @@ def role_view(role: Role, top: int = DEFAULT_TOP, iteration: str | None = None) 
             times.sort(key=lambda t: (-t.time_ns, t.worker.path))
             stragglers.append(Straggler(r.path, times))
     sampled = [r for r in rows.values() if r.stats.estimated]
-    return RoleView(role, rows, top_level, dominant, iterations, stragglers, lifetime, sampled)
+    # a sidecar's path the phase tree does not hold (a file of another snapshot) is not shown
+    lines = {p: phase_lines_view(m, lines_top) for p, m in sorted(role.lines.items()) if p in rows}
+    return RoleView(
+        role, rows, top_level, dominant, iterations, stragglers, lifetime, sampled, lines=lines
+    )
 
 
 def _iteration_row(rows: dict[Path_, PhaseRow], iteration: str | None) -> PhaseRow | None:
@@ -316,9 +441,14 @@ def _iteration_row(rows: dict[Path_, PhaseRow], iteration: str | None) -> PhaseR
     return max(loops, key=lambda r: (r.stats.calls, -len(r.path)), default=None)
 
 
-def run_view(run: MergedRun, top: int = DEFAULT_TOP, iteration: str | None = None) -> RunView:
-    """Every role's view; ``iteration`` as in :func:`role_view`."""
-    roles = [role_view(r, top, iteration) for r in run.roles.values()]
+def run_view(
+    run: MergedRun,
+    top: int = DEFAULT_TOP,
+    iteration: str | None = None,
+    lines_top: int = DEFAULT_LINES_TOP,
+) -> RunView:
+    """Every role's view; ``iteration`` and ``lines_top`` as in :func:`role_view`."""
+    roles = [role_view(r, top, iteration, lines_top) for r in run.roles.values()]
     shown = any_raised(run)
     for rv in roles:
         rv.raised_shown = shown

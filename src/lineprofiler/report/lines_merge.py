@@ -1,0 +1,163 @@
+"""The line statistics of traced phases, merged per role (issue 32): each worker's ``.lines``
+sidecar read through ``runfile.lines`` (the one reader), summed per role and phase path.
+
+Across processes hits are exact sums and times are sums of each process's calibrated
+``time_ns`` (the calibration is applied by the process that traced, before summing). A line
+remembers the processes it was seen in, and a phase the processes that traced it, so a view can
+say "(in k of n)". A sidecar that cannot be used costs that worker's lines only: a caveat names
+the file and why; the rest of the run is reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lineprofiler.report.caveat import Caveat
+from lineprofiler.report.model import MergedRun, Path_, Role
+from lineprofiler.runfile.layout import lines_path
+from lineprofiler.runfile.lines import LinesDoc, LinesFileError, read_lines
+
+LineKey = tuple[str, int]  # (file, line)
+FunctionKey = tuple[str, int, str]  # (file, first line, function)
+ProcessKey = tuple[str, int, str]  # Worker.process_key
+
+
+@dataclass
+class MergedLine:
+    """One source line of a traced phase, summed over the role's processes."""
+
+    file: str
+    line: int
+    end_line: int
+    function: str
+    first_line: int  # of its function
+    source: str
+    hits: int = 0
+    time_ns: int = 0
+    raw_time_ns: int = 0
+    self_ns: int = 0
+    seen_in: set[ProcessKey] = field(default_factory=set, repr=False)
+
+    @property
+    def processes(self) -> int:
+        return len(self.seen_in)
+
+
+@dataclass
+class MergedFunction:
+    """A function's source as the traced processes gave it (for the annotated listings)."""
+
+    file: str
+    function: str
+    first_line: int
+    last_line: int
+    body: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MergedPhaseLines:
+    """One traced phase path of a role: entry counts and walls summed, lines merged."""
+
+    path: Path_
+    requested: str
+    entries: int = 0
+    traced_entries: int = 0
+    traced_wall_ns: int = 0
+    untraced_wall_ns: int = 0
+    traced_by: set[ProcessKey] = field(default_factory=set, repr=False)
+    lines: dict[LineKey, MergedLine] = field(default_factory=dict)
+    functions: dict[FunctionKey, MergedFunction] = field(default_factory=dict)
+    project_folders: set[str] = field(default_factory=set)
+    overhead: list[dict[str, float] | None] = field(default_factory=list, repr=False)
+    mechanisms: set[str] = field(default_factory=set)
+
+    @property
+    def processes(self) -> int:
+        """Processes whose sidecar holds this path."""
+        return len(self.traced_by)
+
+    @property
+    def project_folder(self) -> str | None:
+        """The tracer's scope when every process had the same one (file names are shown
+        relative to it), else None."""
+        return next(iter(self.project_folders)) if len(self.project_folders) == 1 else None
+
+
+def add_doc(role_lines: dict[Path_, MergedPhaseLines], doc: LinesDoc, who: ProcessKey) -> None:
+    """Adds one process's sidecar to its role's merged lines."""
+    for ph in doc.phases:
+        m = role_lines.get(ph.path)
+        if m is None:
+            m = role_lines[ph.path] = MergedPhaseLines(ph.path, ph.requested)
+        m.entries += ph.entries
+        m.traced_entries += ph.traced_entries
+        m.traced_wall_ns += ph.traced_wall_ns
+        m.untraced_wall_ns += ph.untraced_wall_ns
+        m.traced_by.add(who)
+        m.project_folders.add(doc.project_folder)
+        m.overhead.append(doc.overhead_ns_per_event)
+        if doc.mechanism:
+            m.mechanisms.add(doc.mechanism)
+        for f in ph.functions:
+            fkey = (f.file, f.first_line, f.function)
+            have = m.functions.get(fkey)
+            if have is None:
+                m.functions[fkey] = MergedFunction(
+                    f.file, f.function, f.first_line, f.last_line, list(f.body)
+                )
+            elif len(f.body) > len(have.body):
+                have.body, have.last_line = list(f.body), max(have.last_line, f.last_line)
+            for r in f.lines:
+                key = (f.file, r.line)
+                ml = m.lines.get(key)
+                if ml is None:
+                    ml = m.lines[key] = MergedLine(
+                        f.file, r.line, r.end_line, f.function, f.first_line, r.source
+                    )
+                ml.hits += r.hits
+                ml.time_ns += r.time_ns
+                ml.raw_time_ns += r.raw_time_ns
+                ml.self_ns += r.self_ns
+                ml.end_line = max(ml.end_line, r.end_line)
+                if not ml.source and r.source:
+                    ml.source = r.source
+                ml.seen_in.add(who)
+
+
+def read_run_lines(run: MergedRun) -> list[Caveat]:
+    """Reads every worker's sidecar into ``role.lines``; the caveats of the refused ones."""
+    refused: list[tuple[str, str]] = []
+    for role in run.roles.values():
+        _read_role(run, role, refused)
+    if not refused:
+        return []
+    shown = "; ".join(f"{p}: {why}" for p, why in refused[:10])
+    more = f"; and {len(refused) - 10} more" if len(refused) > 10 else ""
+    return [
+        Caveat(
+            "lines_unreadable",
+            f"{len(refused)} line-statistics sidecar(s) could not be used; their processes' "
+            f"lines are not counted (their phases are): {shown}{more}",
+            [p for p, _ in refused],
+        )
+    ]
+
+
+def _read_role(run: MergedRun, role: Role, refused: list[tuple[str, str]]) -> None:
+    root = Path(run.run_dir)
+    for w in role.workers:
+        worker_file = root / w.path
+        try:
+            doc = read_lines(worker_file, within=root)
+        except LinesFileError as exc:
+            refused.append((str(lines_path(Path(w.path))), str(exc)))
+            continue
+        if doc is None:
+            continue
+        if doc.pid != w.pid:
+            refused.append(
+                (str(lines_path(Path(w.path))), f"pid {doc.pid} is not its worker's ({w.pid})")
+            )
+            continue
+        add_doc(role.lines, doc, w.process_key)
