@@ -25,6 +25,9 @@ examples:
 """
 
 
+MAX_SPAN = 100_000  # source lines of one function at most
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "file",
@@ -42,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def line_profile_doc(lv: Any, safe: Any) -> dict[str, Any]:
     """A traced phase's merged lines (``report.view.PhaseLinesView``) as a LineProfiler JSON
-    document (``LineReport.from_dict``); ``safe`` escapes source text for the terminal."""
+    document (``LineReport.from_dict``); ``safe`` escapes what the sidecars named (source text,
+    files, functions) for the terminal: LineProfiler's printers print them as they are."""
     m = lv.merged
     by_fn: dict[tuple[str, int, str], list[Any]] = {}
     for row in lv.rows:
@@ -51,32 +55,46 @@ def line_profile_doc(lv: Any, safe: Any) -> dict[str, Any]:
     functions = []
     for key, lines in by_fn.items():
         fn = m.functions.get(key)
+        first = key[1]
+        body = list(fn.body[:MAX_SPAN]) if fn is not None else []
+        # A line far from its function (a hostile number) is left out, and every listed line
+        # gets its text here: the printers would otherwise read a missing one from the file the
+        # sidecar names (linecache), and list a whole body up to any line number claimed.
+        rows = [ml for ml in lines if first <= ml.line < first + MAX_SPAN]
+        ends = {ml.line: min(max(ml.end_line, ml.line), first + MAX_SPAN - 1) for ml in rows}
+        last = max([first + len(body) - 1, *ends.values(), first])
+        starts = {ml.line: ml.source for ml in rows}
+        text = [
+            body[n - first] if n - first < len(body) else starts.get(n, "")
+            for n in range(first, last + 1)
+        ]
         functions.append(
             {
-                "file": key[0],
-                "function": key[2],
-                "first_line": key[1],
-                "last_line": fn.last_line if fn is not None else key[1],
-                "body": [safe(t) for t in fn.body] if fn is not None else [],
+                "file": safe(key[0]),
+                "function": safe(key[2]),
+                "first_line": first,
+                "last_line": last,
+                "body": [safe(t) for t in text],
                 "lines": [
                     {
                         "line": ml.line,
-                        "end_line": ml.end_line,
+                        "end_line": ends[ml.line],
                         "hits": ml.hits,
                         "time_ns": ml.time_ns,
                         "raw_time_ns": ml.raw_time_ns,
                         "self_time_ns": ml.self_ns,
                         "source": safe(ml.source),
                     }
-                    for ml in lines
+                    for ml in rows
                 ],
             }
         )
-    overheads = m.overhead
-    overhead = overheads[0] if overheads and all(o is not None for o in overheads) else None
+    # the header names one process's calibration; raw when some process's times are raw
+    known = [o for o in m.overhead if o is not None and "line" in o and "call" in o]
+    overhead = known[0] if known and len(known) == len(m.overhead) else None
     return {
-        "project_folder": m.project_folder or "",
-        "mechanism": ", ".join(sorted(m.mechanisms)),
+        "project_folder": safe(m.project_folder or ""),
+        "mechanism": safe(", ".join(sorted(m.mechanisms))),
         "processes": max(1, m.processes),
         "block_wall_ns": m.traced_wall_ns,
         "block_ns": m.traced_wall_ns,

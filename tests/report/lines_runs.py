@@ -19,7 +19,7 @@ from tests.helpers import run_python
 
 # The child: ``train_step``'s loop line is marked LOOP; ``only_in_first`` runs in process 0 only;
 # ``outside`` runs in a phase that is not traced.
-CHILD = r'''
+CHILD = r"""
 import json, multiprocessing as mp, os, sys, time
 from pathlib import Path
 
@@ -104,7 +104,7 @@ if __name__ == "__main__":
              for m in ("LOOP", "ONLY_FIRST", "OUTSIDE")}
     Path(RUN, "truth.json").write_text(json.dumps({"workers": got, "lines": marks,
                                                   "file": os.path.abspath(__file__)}))
-'''
+"""
 
 
 def traced_run(
@@ -162,8 +162,13 @@ def minimal_doc(pid: int, **over: Any) -> dict[str, Any]:
                         "first_line": 1,
                         "last_line": 2,
                         "lines": [
-                            {"line": 2, "hits": 5, "time_ns": 100, "self_time_ns": 90,
-                             "source": "  x = 1"}
+                            {
+                                "line": 2,
+                                "hits": 5,
+                                "time_ns": 100,
+                                "self_time_ns": 90,
+                                "source": "  x = 1",
+                            }
                         ],
                         "body": ["def f():", "  x = 1"],
                     }

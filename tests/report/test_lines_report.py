@@ -126,7 +126,9 @@ def test_lines_top_limits_the_text_block(run3):
     proc = run_python(CLI, cwd=run.parent, args=["report", str(run), "--lines-top", "0"])
     assert proc.returncode == 0, proc.stderr
     assert "more line" not in proc.stdout
-    bad = run_python(CLI, cwd=run.parent, args=["report", str(run), "--lines-top", "-1"], check=False)
+    bad = run_python(
+        CLI, cwd=run.parent, args=["report", str(run), "--lines-top", "-1"], check=False
+    )
     assert bad.returncode == 2 and "--lines-top" in bad.stderr
 
 
@@ -160,7 +162,9 @@ def test_show_prints_a_roles_lines_in_lineprofilers_format(run3):
         assert "Traceback" not in bad.stderr
 
 
-HOSTILE = "x = '\x1b[2J\x1b]0;owned\x07' \u2028 \u202egnp.exe </td><script>alert(1)</script> \"q\" 'a'"
+HOSTILE = (
+    "x = '\x1b[2J\x1b]0;owned\x07' \u2028 \u202egnp.exe </td><script>alert(1)</script> \"q\" 'a'"
+)
 
 
 def test_source_text_is_escaped_in_text_html_and_show(tmp_path):

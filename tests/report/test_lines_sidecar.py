@@ -81,7 +81,13 @@ def test_a_valid_document_reads_and_unknown_keys_are_ignored():
     got = parse_lines(json.dumps(doc).encode())
     assert got.pid == 7 and got.phases[0].path == ("iteration", "train_step")
     line = got.phases[0].functions[0].lines[0]
-    assert (line.line, line.hits, line.time_ns, line.raw_time_ns, line.self_ns) == (2, 5, 100, 100, 90)
+    assert (line.line, line.hits, line.time_ns, line.raw_time_ns, line.self_ns) == (
+        2,
+        5,
+        100,
+        100,
+        90,
+    )
 
 
 def test_no_sidecar_is_none_and_hostile_files_are_refused(tmp_path):
@@ -115,9 +121,7 @@ def four_process_run(tmp_path_factory):
 def _loop(doc: dict, truth: dict) -> dict | None:
     (role,) = doc["roles"]
     phase = next(p for p in role["phases"] if p["name"] == "iteration/train_step")
-    return next(
-        (ln for ln in phase.get("lines", []) if ln["line"] == truth["lines"]["LOOP"]), None
-    )
+    return next((ln for ln in phase.get("lines", []) if ln["line"] == truth["lines"]["LOOP"]), None)
 
 
 def test_hostile_sidecars_each_cost_only_themselves(four_process_run, tmp_path):
@@ -169,7 +173,9 @@ def test_a_refused_sidecar_names_itself_in_the_caveats(tmp_path, extra):
         pass
     worker = p.worker_path
     p.close()
-    sidecar_of(worker).write_text(json.dumps(minimal_doc(os.getpid(), **extra)))
+    doc = minimal_doc(os.getpid())
+    doc.update(extra)
+    sidecar_of(worker).write_text(json.dumps(doc))
     merged = merge_run(run)
     (cav,) = [c for c in merged.caveats if c.kind == "lines_unreadable"]
     assert sidecar_of(worker).name in cav.message

@@ -22,7 +22,18 @@ from lineprofiler.report.merge import merge_run
 from lineprofiler.report.text import render_text
 
 REPORT = Path(__file__).resolve().parents[2] / "src" / "lineprofiler" / "report"
-VIEWS = ("text", "json", "html", "html_charts", "html_lines", "live", "prometheus", "perfetto", "compare", "gate")
+VIEWS = (
+    "text",
+    "json",
+    "html",
+    "html_charts",
+    "html_lines",
+    "live",
+    "prometheus",
+    "perfetto",
+    "compare",
+    "gate",
+)
 # A phase's own numbers: dividing one of them (by anything but a unit constant) is a derived
 # figure (share, rate, mean, wait), which only the row model computes.
 RAW = {

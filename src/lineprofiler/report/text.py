@@ -189,9 +189,7 @@ def lines_block(lv: PhaseLinesView, name: str) -> list[str]:
     )
     if not lv.rows:
         return out + ["    (no line of the project ran inside its traced entries)"]
-    out.append(
-        f"    {'self':>9}{'time':>10}{'hits':>12}{'per hit':>10}{'share':>8}  line / source"
-    )
+    out.append(f"    {'self':>9}{'time':>10}{'hits':>12}{'per hit':>10}{'share':>8}  line / source")
     for row in lv.shown:
         ml = row.line
         out.append(

@@ -254,8 +254,8 @@ class PhaseLinesView:
         slow = self.slowdown
         if slow is not None:
             text += (
-                f"; traced entries took {slow:.2f}x the untraced ones' mean; the phase's own "
-                "figures above are as recorded, traced entries included"
+                f"; traced entries took {slow:.2f}x the untraced ones' mean (the phase's own "
+                "figures are as recorded, traced entries included)"
             )
         return text
 
@@ -273,7 +273,9 @@ def _where(file: str, line: int, root: str | None) -> str:
 
 def phase_lines_view(merged: MergedPhaseLines, top: int = DEFAULT_LINES_TOP) -> PhaseLinesView:
     """A traced phase's rows: each line's share, heat and place, ranked by self time."""
-    lines = sorted(merged.lines.values(), key=lambda ml: (-ml.self_ns, -ml.time_ns, ml.file, ml.line))
+    lines = sorted(
+        merged.lines.values(), key=lambda ml: (-ml.self_ns, -ml.time_ns, ml.file, ml.line)
+    )
     peak = max((ml.self_ns for ml in lines), default=0)
     root = merged.project_folder
     rows = [

@@ -147,8 +147,14 @@ def _line(v: Any, where: str) -> LineRec:
 def _function(v: Any, where: str) -> FunctionRec:
     d = _obj(v, where)
     first = _count(_get(d, "first_line", where), f"{where}.first_line")
-    lines = [_line(x, f"{where}.lines[{i}]") for i, x in enumerate(_list(_get(d, "lines", where), f"{where}.lines"))]
-    body = [_str(x, f"{where}.body[{i}]") for i, x in enumerate(_list(d.get("body", []), f"{where}.body"))]
+    lines = [
+        _line(x, f"{where}.lines[{i}]")
+        for i, x in enumerate(_list(_get(d, "lines", where), f"{where}.lines"))
+    ]
+    body = [
+        _str(x, f"{where}.body[{i}]")
+        for i, x in enumerate(_list(d.get("body", []), f"{where}.body"))
+    ]
     last = _count(d.get("last_line", first), f"{where}.last_line")
     return FunctionRec(
         file=_str(_get(d, "file", where), f"{where}.file"),
