@@ -163,8 +163,14 @@ def test_hostile_sidecars_each_cost_only_themselves(four_process_run, tmp_path):
 
 @pytest.mark.parametrize(
     "extra",
-    [{"version": 99}, {"pid": 1}, {"phases": [{"path": 5}]}, {"pid": 1 << 64}],
-    ids=["version", "pid-not-the-worker", "bad-types", "absurd-pid"],
+    [
+        {"version": 99},
+        {"pid": 1},
+        {"phases": [{"path": 5}]},
+        {"pid": 1 << 64},
+        {"padding": " " * LINES_MAX_BYTES},
+    ],
+    ids=["version", "pid-not-the-worker", "bad-types", "absurd-pid", "huge"],
 )
 def test_a_refused_sidecar_names_itself_in_the_caveats(tmp_path, extra):
     run = tmp_path / "run"
