@@ -134,6 +134,39 @@ resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
             doc["threads"][0]["tasks"] = 1
             rec.update(open_ns=2**63 - 1, open=1)
 
+    # A valid ``.lines`` sidecar for the worker (issue 32), on the real run's deepest path, that
+    # the "lines" kind mutates like a worker document, or swaps for a FIFO, a link or bytes.
+    from lineprofiler.report.merge import merge_run as _merge_run
+    from lineprofiler.runfile.layout import pid_from_name as _pid_from_name
+
+    _deepest = max((p for r in _merge_run(str(real)).roles.values() for p in r.tree), key=len)
+    base_lines = {
+        "format": "lineprofiler-lines", "version": 1, "pid": _pid_from_name(worker.name),
+        "python": "3.11.9", "mechanism": "settrace", "project_folder": "/p", "paths": [],
+        "overhead_ns_per_event": {"line": 40.0, "call": 80.0},
+        "phases": [{
+            "path": "/".join(_deepest), "requested": _deepest[-1], "entries": 3,
+            "traced_entries": 1, "traced_wall_ns": 5000, "untraced_wall_ns": 7000,
+            "functions": [{
+                "file": "/p/t.py", "function": "f", "first_line": 1, "last_line": 3,
+                "lines": [{"line": 2, "end_line": 3, "hits": 4, "time_ns": 900,
+                           "raw_time_ns": 1000, "self_time_ns": 800, "source": "  x = (1,"}],
+                "body": ["def f():", "  x = (1,", "       2)"],
+            }],
+        }],
+    }
+
+    def mutate_lines(path):
+        kind = rng.random()
+        if kind < 0.1:
+            os.mkfifo(path)
+        elif kind < 0.2:
+            path.symlink_to(rng.choice(["/dev/zero", "/etc/hostname", "missing"]))
+        elif kind < 0.35:
+            path.write_bytes(mutate_bytes(json.dumps(base_lines).encode()))
+        else:
+            path.write_text(mutate_doc(json.loads(json.dumps(base_lines))))
+
     def sparse(path):
         head = path.read_bytes()[:64]
         path.unlink()
@@ -149,7 +182,9 @@ resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
             shutil.rmtree(case)
         shutil.copytree(real, case, symlinks=True)
         w = case / rel
-        what = rng.choice(["doc", "doc", "bytes", "samples", "tags", "both", "overflow", "sparse"])
+        what = rng.choice(
+            ["doc", "doc", "bytes", "samples", "tags", "both", "overflow", "sparse", "lines"]
+        )
         kinds[what] = kinds.get(what, 0) + 1
         if what in ("doc", "both"):
             w.write_text(mutate_doc(json.loads(json.dumps(base_doc))))
@@ -163,6 +198,8 @@ resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
             doc = json.loads(json.dumps(base_doc))
             overflow(doc)
             w.write_text(json.dumps(doc))
+        if what == "lines":
+            mutate_lines(w.with_suffix(".lines"))
         if what == "sparse":
             sparse(w.with_suffix(rng.choice([".samples", ".tags", ".json"])))
         command = COMMANDS[tried % len(COMMANDS)]  # every command in turn

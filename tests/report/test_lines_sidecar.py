@@ -159,6 +159,9 @@ def test_hostile_sidecars_each_cost_only_themselves(four_process_run, tmp_path):
     assert "line-statistics sidecar(s) could not be used" in text
     proc = run_python(CLI, cwd=tmp_path, args=["report", str(run)])
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    show = run_python(CLI, cwd=tmp_path, args=["show", str(run), "--role", "learner"])
+    assert show.returncode == 0 and "Traceback" not in show.stderr
+    assert f" {1 * 2 * 50} " in show.stdout and "could not be used" in show.stderr
 
 
 @pytest.mark.parametrize(
