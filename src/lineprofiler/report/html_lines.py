@@ -22,7 +22,7 @@ BODY_LINES = 400  # source lines listed per function at most
 CSS = (
     "table.lp-src{font-family:ui-monospace,monospace;font-size:12px}"
     "table.lp-src td{border-bottom:none;padding:0 6px;white-space:pre}"
-    "table.lp-src td.src{text-align:left}td.heat{width:14px;padding:0}"
+    "table.lp-src td.src,table.lp-src th:last-child{text-align:left}td.heat{width:14px;padding:0}"
 )
 
 
