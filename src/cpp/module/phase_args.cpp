@@ -183,6 +183,31 @@ bool parse_count_args(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames
   return !values[1] || parse_count_n(*name, values[1], n);
 }
 
+// A phase named in lines= (issue 32): lines_hook(name, scope) chooses the context manager (the
+// scope itself for an entry it does not trace). The name is unmarked as seen, so that its next
+// phase() comes here again. Steals scope; returns a new reference, or nullptr with an exception.
+PyObject* lines_scope(RecorderObject* r, PyObject* name, uint32_t id, PyObject* scope) {
+  PyObject* text = name_str(id);
+  if (!text) {
+    Py_DECREF(scope);
+    return nullptr;
+  }
+  int hit = r->lines_names ? PySet_Contains(r->lines_names, text) : 0;
+  if (hit <= 0) {
+    Py_DECREF(text);
+    if (hit < 0) Py_CLEAR(scope);
+    return scope;
+  }
+  NameCacheEntry& entry = name_cache_slot(name);
+  if (entry.obj == name) entry.shape_checked_by = 0;
+  PyObject* hook = Py_NewRef(r->lines_hook);  // the call may drop r's reference to it
+  PyObject* out = PyObject_CallFunctionObjArgs(hook, text, scope, nullptr);
+  Py_DECREF(hook);
+  Py_DECREF(text);
+  Py_DECREF(scope);
+  return out;
+}
+
 }  // namespace
 
 // Python code may run here (an option's __float__, a name's __str__, a name-shape warning) and
@@ -200,6 +225,7 @@ LP_COLD PyObject* make_scope_holding(RecorderObject* r, PyObject* const* args, P
       out = null_scope();
     } else if (phase_name_id(r, name, &id)) {
       out = fill_scope(r, id, flags, sample_every);
+      if (out && r->lines_hook) out = lines_scope(r, name, id, out);
     }
   }
   Py_DECREF(r);

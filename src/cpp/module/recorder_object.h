@@ -57,6 +57,11 @@ struct RecorderObject {
   lp::NameShapes* shapes;   // phase names per shape (checked when a name is first seen)
   PyObject* periodic_hook;  // strong reference, or nullptr: called after each periodic write
   PyObject* phase_wrapper;  // strong reference, or nullptr: what installed phase() calls instead
+  // lines= (issue 32): the phase names whose entries go through lines_hook(name, scope) -> the
+  // context manager to return. Such a name is never marked seen (seen_phase_name), so its every
+  // phase() takes the general path; every other name's inline path is unchanged.
+  PyObject* lines_hook;   // strong reference, or nullptr
+  PyObject* lines_names;  // a frozenset of str, or nullptr
   PyObject* weakreflist;
 };
 
