@@ -294,7 +294,6 @@ def test_a_tight_loops_time_is_never_below_its_untraced_time(tmp_path, monkeypat
         for _ in range(4):
             with p.phase("step"):
                 mod.loop(n)
-        p._flush(final=False)  # the first entry's exit calibrated: this write subtracts it
     finally:
         p.close()
     (doc,) = _sidecars(run_dir)
@@ -416,9 +415,10 @@ def test_sigterm_mid_run_keeps_the_last_snapshots_lines(tmp_path):
     assert rc == -signal.SIGTERM
     (doc,) = _sidecars(run_dir)
     final = _line_hits(doc, "total += i")
-    assert final >= seen and final % 200 == 0
+    assert final >= seen
     (ph,) = doc["phases"]
-    assert final == 200 * ph["traced_entries"]
+    # the entry the signal interrupted is in the lines (closed by close()), not yet counted
+    assert 200 * ph["traced_entries"] <= final <= 200 * (ph["traced_entries"] + 1)
 
 
 # ------------------------------------------------------------------------------------------------

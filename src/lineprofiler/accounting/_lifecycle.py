@@ -458,6 +458,9 @@ def _become_new_worker(p: Profiler) -> None:
     p.worker_path = worker_path(p.run_dir, p.host, p.run_id, p.pid, p.uid8)
     p._rec.reset_after_fork(str(p.worker_path), p._meta_json())
     p._delta_cursor = DeltaCursor()  # its lock may be held by a parent thread: start fresh
+    if p._lines is not None:  # the parent's traced lines are the parent's: start fresh
+        p._lines = p._lines.forked()
+        p._rec.set_lines_hook(p._lines, p._lines.leaf_names)
     p._fork_inherited = True
     p._flush(final=False)  # visible from its first moment, like any worker
     p._rec.start_thread()

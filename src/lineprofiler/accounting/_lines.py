@@ -203,6 +203,12 @@ class PhaseLines:
         self._calibrated = False
         self.closed = False
 
+    def forked(self) -> PhaseLines:
+        """A forked child's own (nothing traced yet, its own schedule; the calibration kept)."""
+        fresh = PhaseLines(self._rec, self.names, self.entries)
+        fresh._calibration, fresh._calibrated = self._calibration, self._calibrated
+        return fresh
+
     @property
     def leaf_names(self) -> frozenset[str]:
         return frozenset(self._by_leaf)

@@ -109,6 +109,16 @@ def _interval_ns(seconds: float | None, what: str) -> int:
     return int(seconds * 1e9)
 
 
+class _Unset:
+    """The default of ``lines_entries`` (None means every entry)."""
+
+    def __repr__(self) -> str:
+        return "<environment, else 20>"
+
+
+_UNSET = _Unset()
+
+
 class Profiler(_core.PhaseFront):
     """Phase accounting for one process.
 
@@ -565,16 +575,6 @@ class Profiler(_core.PhaseFront):
             _installed_profiler = None
             handoff.uninstall()
         self._installed = False
-
-
-class _Unset:
-    """The default of ``lines_entries`` (None means every entry)."""
-
-    def __repr__(self) -> str:
-        return "<environment, else 20>"
-
-
-_UNSET = _Unset()
 
 
 def _lines_options(lines: Any, entries: Any) -> tuple[tuple[str, ...], int | None]:
