@@ -162,14 +162,21 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
     # lines= (issue 32): a phase that matches no requested name keeps the inline path (against
     # on_nocpu's plain phase: within 2 ns); an entry of a requested phase takes the general path
     # and the lines hook, untraced (its schedule used up) or traced (its tracer on and off).
-    lines_other = Profiler(run_dir=run_dir, enabled=True, measure_cpu=False, lines="lp_other", **quiet)
+    lines_other = Profiler(
+        run_dir=run_dir, enabled=True, measure_cpu=False, lines="lp_other", **quiet
+    )
     lines_untraced = Profiler(
         run_dir=run_dir, enabled=True, measure_cpu=False, lines="lp_step", lines_entries=1, **quiet
     )
     with lines_untraced.phase("lp_step"):  # the one traced entry of its schedule
         pass
     lines_traced = Profiler(
-        run_dir=run_dir, enabled=True, measure_cpu=False, lines="lp_step", lines_entries=None, **quiet
+        run_dir=run_dir,
+        enabled=True,
+        measure_cpu=False,
+        lines="lp_step",
+        lines_entries=None,
+        **quiet,
     )
     opened += [lines_other, lines_untraced, lines_traced]
     g.update(lines_other=lines_other, lines_untraced=lines_untraced, lines_traced=lines_traced)

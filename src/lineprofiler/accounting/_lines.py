@@ -69,13 +69,14 @@ def parse_lines(value: Any, what: str = "lines") -> tuple[str, ...]:
         items = list(items)
     except TypeError:
         raise TypeError(
-            f"{what} must be a phase name, a '/'-joined phase path or a list of them, "
-            f"got {value!r}"
+            f"{what} must be a phase name, a '/'-joined phase path or a list of them, got {value!r}"
         ) from None
     out: list[str] = []
     for item in items:
         if not isinstance(item, str):
-            raise TypeError(f"{what}: each entry must be a str (a phase name or path), got {item!r}")
+            raise TypeError(
+                f"{what}: each entry must be a str (a phase name or path), got {item!r}"
+            )
         text = item.strip().strip("/")
         if not text or any(not part.strip() for part in text.split("/")):
             raise ValueError(
@@ -130,7 +131,10 @@ def environment_values(names: tuple[str, ...], entries: int | None) -> dict[str,
     """What a profiler with lines= exports, so that every child process traces the same."""
     if not names:
         return {}
-    return {ENV_LINES: ",".join(names), ENV_LINES_ENTRIES: "all" if entries is None else str(entries)}
+    return {
+        ENV_LINES: ",".join(names),
+        ENV_LINES_ENTRIES: "all" if entries is None else str(entries),
+    }
 
 
 class Schedule:
@@ -196,7 +200,9 @@ class PhaseLines:
         for req in names:
             self._by_leaf.setdefault(req.rsplit("/", 1)[-1], []).append(req)
         self._schedules = {req: Schedule(entries) for req in names}
-        self._needs_path = {leaf: any("/" in r for r in reqs) for leaf, reqs in self._by_leaf.items()}
+        self._needs_path = {
+            leaf: any("/" in r for r in reqs) for leaf, reqs in self._by_leaf.items()
+        }
         self._paths: dict[tuple[str, ...], _PathLines] = {}
         self._lock = threading.Lock()  # the snapshot thread reads while the owner records
         self._calibration: Any = None
@@ -285,7 +291,7 @@ class PhaseLines:
         if self._calibration is not None:
             rows = (row for _code, code_rows in all_rows for row in code_rows)
             overhead = _calibrate.capped(self._calibration, rows)
-        for pl, r in zip(paths, results):
+        for pl, r in zip(paths, results, strict=True):
             calls = wall = 0
             for key, stats in tree.items():
                 if key == pl.path or (thread_names and key[1:] == pl.path):
@@ -371,7 +377,9 @@ def _without(doc: dict[str, Any], drop: set[tuple[int, int]]) -> str:
     for i, ph in enumerate(doc["phases"]):
         kept = [f for j, f in enumerate(ph["functions"]) if (i, j) not in drop]
         dropped = len(ph["functions"]) - len(kept)
-        phases.append({**ph, "functions": kept, **({"dropped_functions": dropped} if dropped else {})})
+        phases.append(
+            {**ph, "functions": kept, **({"dropped_functions": dropped} if dropped else {})}
+        )
     return json.dumps({**doc, "phases": phases}, separators=(",", ":"))
 
 
