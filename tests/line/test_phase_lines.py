@@ -466,3 +466,76 @@ def test_an_oversized_document_drops_the_least_time_functions_first():
     kept = [f["total_time_ns"] for f in ph["functions"]]
     assert ph["dropped_functions"] == 50 - len(kept) > 0
     assert min(kept) > max(t * 10 for t in range(50) if t * 10 not in kept)
+
+
+def test_on_snapshot_callbacks_still_run_beside_the_periodic_sidecar(tmp_path, monkeypatch):
+    root = make_project(tmp_path)
+    monkeypatch.chdir(root)
+    mod = load_module(root / "o.py", "def f():\n    y = 2\n    return y\n")
+    run_dir = tmp_path / "run"
+    p = Profiler(
+        run_dir=run_dir,
+        enabled=True,
+        snapshot_interval_s=0.05,
+        sample_interval_s=None,
+        lines="step",
+        lines_entries=None,
+    )
+    calls = []
+    p.on_snapshot(lambda tree: calls.append(len(tree)))
+    try:
+        with p.phase("step"):
+            mod.f()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (
+            calls and list((run_dir / "workers").glob("*/*.lines"))
+        ):
+            time.sleep(0.02)
+        assert calls, "on_snapshot never ran"
+        (doc,) = _sidecars(run_dir)  # written by the snapshot thread, before close()
+        assert _line_hits(doc, "y = 2") == 1
+    finally:
+        p.close()
+
+
+RECORDED = """
+from lineprofiler import accounting
+
+def step(k):
+    acc = 0
+    for i in range(50):
+        acc += i
+    return acc
+
+for k in range(6):
+    with accounting.phase("iteration"):
+        with accounting.phase("step"):
+            step(k)
+"""
+
+
+def test_record_lines_sets_the_environment_every_process_reads(tmp_path):
+    from tests.helpers import child_env
+
+    root = make_project(tmp_path)
+    (root / "train.py").write_text(textwrap.dedent(RECORDED))
+    run_dir = tmp_path / "run"
+    base = [sys.executable, "-m", "lineprofiler", "record", "--run-dir", str(run_dir)]
+    cmd = [*base, "--lines", "step", "--lines-entries", "all", "--", sys.executable, "train.py"]
+    env = child_env(None)
+    for key in ("LINEPROFILER_LINES", "LINEPROFILER_LINES_ENTRIES", "LINEPROFILER_PROFILE"):
+        env.pop(key, None)
+    proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    (doc,) = _sidecars(run_dir)
+    assert _line_hits(doc, "acc += i") == 6 * 50
+    assert doc["phases"][0]["path"] == "iteration/step"
+    bad = subprocess.run(
+        [*base, "--lines", "step", "--lines-entries", "0", "--", sys.executable, "train.py"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "lines-entries" in bad.stderr
