@@ -460,7 +460,7 @@ def _become_new_worker(p: Profiler) -> None:
     p._delta_cursor = DeltaCursor()  # its lock may be held by a parent thread: start fresh
     if p._lines is not None:  # the parent's traced lines are the parent's: start fresh
         p._lines = p._lines.forked()
-        p._rec.set_lines_hook(p._lines, p._lines.leaf_names)
+        p._lines.install()
     p._fork_inherited = True
     p._flush(final=False)  # visible from its first moment, like any worker
     p._rec.start_thread()

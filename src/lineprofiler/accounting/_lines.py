@@ -3,13 +3,15 @@
 
 How it works:
 
-* The recorder calls :meth:`PhaseLines.__call__` (``Recorder.set_lines_hook``) for every
-  ``phase(name)`` whose name is the last element of a requested path; every other name keeps the
-  all-C inline path, untouched (the name is never marked seen, see ``lines_scope`` in
-  phase_args.cpp). A process whose phases match nothing therefore never calls in here and never
+* Every ``phase(name)`` whose name is the last element of a requested path takes the recorder's
+  general path (the name is never marked seen: ``lines_scope`` in phase_args.cpp); every other
+  name keeps the all-C inline path, untouched. There the recorder counts the name's entries and
+  runs the schedule below (a few compares: the "one branch" of an entry not chosen) and calls
+  :meth:`PhaseLines.__call__` (``Recorder.set_lines_hook``) only for a chosen one. A name that a
+  "/"-joined request ends in calls in for every entry: its path is matched, and :class:`Schedule`
+  (the same rule) run, here. A process whose phases match nothing never calls in here and never
   makes a tracer.
-* The hook counts the entries of each requested name and returns the C scope itself for an entry
-  it does not trace, or a :class:`_TracedEntry` that enters the scope and then enables a
+* A chosen entry is a :class:`_TracedEntry`: it enters the scope and then enables a
   ``_core.LineTracer`` restricted to the calling thread (and, inside an asyncio task, to that
   task's context), with LineProfiler's scope rules (line/_scope.py). Each traced path has its own
   tracer, so its lines are its own.
@@ -215,13 +217,19 @@ class PhaseLines:
         fresh._calibration, fresh._calibrated = self._calibration, self._calibrated
         return fresh
 
-    @property
-    def leaf_names(self) -> frozenset[str]:
-        return frozenset(self._by_leaf)
+    def install(self) -> None:
+        """Sets this as the recorder's lines hook: the recorder counts each plain name's entries
+        and calls in only for the chosen ones (the schedule below, in C); for a name a "/" path
+        ends in, it calls in for every entry and :class:`Schedule` decides here."""
+        self._rec.set_lines_hook(
+            self, dict(self._needs_path), 0 if self.entries is None else self.entries
+        )
 
     # -- the hook: phase(name) of a matching name --
 
     def __call__(self, name: str, scope: Any) -> Any:
+        """An entry of a requested name: chosen by the recorder's schedule (a plain name), or
+        every entry (a name a "/" path ends in: matched and scheduled here)."""
         if self.closed:
             return scope
         reqs = self._by_leaf.get(name)
@@ -230,12 +238,10 @@ class PhaseLines:
         if self._needs_path[name]:
             path = (*self._rec._open_path(), name)
             req = _match(reqs, path)
-            if req is None:
+            if req is None or not self._schedules[req].choose():
                 return scope
         else:
             req = reqs[0]
-        if not self._schedules[req].choose():
-            return scope
         return _TracedEntry(self, req, scope)
 
     def path_lines(self, path: tuple[str, ...], requested: str) -> _PathLines:

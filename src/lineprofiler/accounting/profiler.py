@@ -290,7 +290,7 @@ class Profiler(_core.PhaseFront):
         )
         if self.lines:  # before the first phase(): matching names take the general path
             self._lines = _lines.PhaseLines(self._rec, self.lines, self.lines_entries)
-            self._rec.set_lines_hook(self._lines, self._lines.leaf_names)
+            self._lines.install()
             self._rec.set_periodic_hook(_periodic_hook(self))
         self._bind(self._rec)  # phase()/count() are PhaseFront's C methods from here on
         torch_support.install_sync_resolver()
