@@ -159,6 +159,39 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
         },
         "peer: pure-Python phase timer (dict of totals)": ("with py.phase('x'): pass", g),
     }
+    # lines= (issue 32): a phase that matches no requested name keeps the inline path (against
+    # on_nocpu's plain phase: within 2 ns); an entry of a requested phase takes the general path
+    # and the lines hook, untraced (its schedule used up) or traced (its tracer on and off).
+    lines_other = Profiler(
+        run_dir=run_dir, enabled=True, measure_cpu=False, lines="lp_other", **quiet
+    )
+    lines_untraced = Profiler(
+        run_dir=run_dir, enabled=True, measure_cpu=False, lines="lp_step", lines_entries=1, **quiet
+    )
+    with lines_untraced.phase("lp_step"):  # the one traced entry of its schedule
+        pass
+    lines_traced = Profiler(
+        run_dir=run_dir,
+        enabled=True,
+        measure_cpu=False,
+        lines="lp_step",
+        lines_entries=None,
+        **quiet,
+    )
+    opened += [lines_other, lines_untraced, lines_traced]
+    g.update(lines_other=lines_other, lines_untraced=lines_untraced, lines_traced=lines_traced)
+    cases["phase(), measure_cpu=False, lines= set for another phase"] = (
+        "with lines_other.phase('x'): pass",
+        g,
+    )
+    cases["phase() of a lines= phase, entry not traced, measure_cpu=False"] = (
+        "with lines_untraced.phase('lp_step'): pass",
+        g,
+    )
+    cases["phase() of a lines= phase, traced entry, measure_cpu=False"] = (
+        "with lines_traced.phase('lp_step'): pass",
+        g,
+    )
     # accounting.phase() with a profiler installed, against the same profiler's phase().
     inst_g = dict(g)
     installed = Profiler(run_dir=run_dir, enabled=True, measure_cpu=False, install=True, **quiet)
@@ -251,6 +284,12 @@ def main() -> int:
     nothing_installed = ns["accounting.phase(), nothing installed"] / ns["phase(), enabled=False"]
     on_cpu_name = next(n for n in ns if n.startswith("phase(), enabled=True, measure_cpu=True"))
     task_ratio = ns["phase() inside an asyncio task, measure_cpu=True"] / ns[on_cpu_name]
+    lines_other_delta = (
+        ns["phase(), measure_cpu=False, lines= set for another phase"]
+        - ns["phase(), enabled=True, measure_cpu=False"]
+    )
+    untraced_ns = ns["phase() of a lines= phase, entry not traced, measure_cpu=False"]
+    traced_ratio = ns["phase() of a lines= phase, traced entry, measure_cpu=False"] / untraced_ns
     info = {
         "date": time.strftime("%Y-%m-%d"),
         "python": platform.python_version(),
@@ -269,6 +308,8 @@ def main() -> int:
                     "enabled_nocpu_ratio_to_disabled_scope": same_protocol,
                     "nothing_installed_ratio_to_disabled": nothing_installed,
                     "in_task_ratio_to_same_phase_outside": task_ratio,
+                    "lines_for_another_phase_delta_ns": lines_other_delta,
+                    "lines_traced_entry_ratio_to_untraced": traced_ratio,
                 },
                 indent=2,
             )
@@ -299,6 +340,14 @@ def main() -> int:
         f"cached-method scope protocol, nothing recorded): {same_protocol:.2f}x"
     )
     print(f"phase() inside an asyncio task against the same phase outside one: {task_ratio:.2f}x")
+    print(
+        f"phase() with lines= set for another phase against the same phase without: "
+        f"{lines_other_delta:+.1f} ns"
+    )
+    print(
+        f"a traced entry of a lines= phase against an untraced one: {traced_ratio:.1f}x "
+        f"({untraced_ns:.0f} ns untraced)"
+    )
     return 0
 
 

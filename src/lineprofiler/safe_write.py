@@ -104,10 +104,13 @@ def output_file(
     binary: bool = False,
     mode: int = 0o666,
     dir_fd: int | None = None,
+    follow_links: bool = True,
 ) -> Iterator[IO[Any]]:
     """A file object to write ``path`` through (text, UTF-8, unless ``binary``). The target is
     replaced when the block ends without an exception; on an exception nothing is left behind and
-    the target is untouched. ``dir_fd``: ``path`` is one name inside that open directory."""
+    the target is untouched. ``dir_fd``: ``path`` is one name inside that open directory.
+    ``follow_links=False`` (a run's own files, such as the ``.lines`` sidecar): whatever is at the
+    target (a link of anyone's, a FIFO) is replaced by the new file, never opened."""
     path = os.fspath(path)
     if dir_fd is None:
         parent, name = os.path.split(path)
@@ -117,7 +120,7 @@ def output_file(
     try:
         if name in ("", ".", "..") or "/" in name:
             raise RefusedOutput(errno.EISDIR, f"{path}: not a file name")
-        direct = _open_existing(path, name, dfd)
+        direct = _open_existing(path, name, dfd) if follow_links else None
         if isinstance(direct, str):  # one of this user's links to a regular file: its target
             with output_file(direct, binary=binary, mode=mode) as f:
                 yield f

@@ -169,6 +169,8 @@ int deactivate(LineTracerObject* self, PyObject* ignore_code, int ignore_line, b
   }
   t->stacks.clear();
   t->enabled_ticks += now - t->enabled_at;
+  t->only_thread = nullptr;
+  t->only_context = nullptr;
   g_active = nullptr;
   g_generation++;
   return rc;
@@ -190,7 +192,13 @@ void tracer_dealloc(LineTracerObject* self) {
   Py_TYPE(self)->tp_free(self);
 }
 
-PyObject* tracer_enable(LineTracerObject* self, PyObject*) {
+PyObject* tracer_enable(LineTracerObject* self, PyObject* args, PyObject* kwds) {
+  static const char* kwlist[] = {"thread_only", "task_only", nullptr};
+  int thread_only = 0, task_only = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "|pp:enable", const_cast<char**>(kwlist),
+                                   &thread_only, &task_only)) {
+    return nullptr;
+  }
   Tracer* t = self->t;
 #ifdef Py_GIL_DISABLED
   PyErr_SetString(PyExc_RuntimeError,
@@ -223,6 +231,8 @@ PyObject* tracer_enable(LineTracerObject* self, PyObject*) {
   }
   g_active = t;
   g_generation++;
+  t->only_thread = thread_only || task_only ? PyThreadState_Get() : nullptr;
+  t->only_context = task_only ? PyThreadState_Get()->context : nullptr;
   t->stacks.clear();
   t->enabled_at = lp::wall_ticks();
   if (install_hooks(t) < 0) {
@@ -382,9 +392,12 @@ PyObject* tracer_get_scope_key(LineTracerObject* self, void*) {
 }
 
 PyMethodDef tracer_methods[] = {
-    {"enable", reinterpret_cast<PyCFunction>(tracer_enable), METH_NOARGS,
-     "Starts tracing. Raises RuntimeError when another LineTracer is active or another trace "
-     "function is installed."},
+    {"enable", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tracer_enable)),
+     METH_VARARGS | METH_KEYWORDS,
+     "enable(thread_only=False, task_only=False): starts tracing every thread, or only the "
+     "calling one (and with task_only, only while its current contextvars context, an asyncio "
+     "task's, is current). Raises RuntimeError when another LineTracer is active or another "
+     "trace function is installed."},
     {"disable", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tracer_disable)),
      METH_VARARGS | METH_KEYWORDS,
      "disable(ignore_code=None, ignore_line=-1) -> bool: stops tracing (no-op when not active). "

@@ -23,9 +23,18 @@ inline PyObject* disable_result() {
   return Py_NewRef(g_disable);
 }
 
+// An event of another thread (or task) under enable(thread_only=True): events are process-wide,
+// so it is ignored; code outside the scope is disabled as usual (that decision is the same on
+// every thread), project code stays enabled for the traced thread.
+PyObject* other_thread_result(Tracer* t, PyObject* code) {
+  if (!lookup(t, code)->traced) return disable_result();
+  Py_RETURN_NONE;
+}
+
 PyObject* mon_start(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // PY_START
   Tracer* t = g_active;
   if (!t || nargs < 1) Py_RETURN_NONE;
+  if (foreign_thread(t)) return other_thread_result(t, args[0]);
   ThreadStack* ts = thread_stack();
   CodeInfo* info = lookup(t, args[0]);
   if (!info->traced) return disable_result();
@@ -37,7 +46,7 @@ PyObject* mon_start(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // PY
 
 PyObject* mon_resume(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // PY_RESUME, PY_THROW
   Tracer* t = g_active;
-  if (!t || nargs < 2) Py_RETURN_NONE;
+  if (!t || nargs < 2 || foreign_thread(t)) Py_RETURN_NONE;
   ThreadStack* ts = thread_stack();
   CodeInfo* info = lookup(t, args[0]);
   if (!info->traced) Py_RETURN_NONE;  // PY_THROW cannot be disabled; PY_RESUME is rare here
@@ -54,6 +63,7 @@ PyObject* mon_resume(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // P
 PyObject* mon_line(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // LINE
   Tracer* t = g_active;
   if (!t || nargs < 2) Py_RETURN_NONE;
+  if (foreign_thread(t)) return other_thread_result(t, args[0]);
   uint64_t now = lp::wall_ticks();
   ThreadStack* ts = thread_stack();
   ts->events.lines++;
@@ -92,6 +102,7 @@ int same_line_jump(CodeInfo* info, PyObject* code, long from, long to) {
 PyObject* mon_jump(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // JUMP
   Tracer* t = g_active;
   if (!t || nargs < 3) Py_RETURN_NONE;
+  if (foreign_thread(t)) Py_RETURN_NONE;  // (a backward jump in project code must stay enabled)
   uint64_t now = lp::wall_ticks();
   long from = PyLong_AsLong(args[1]);
   long to = PyLong_AsLong(args[2]);
@@ -122,13 +133,14 @@ inline bool pop_if_top(PyObject* code) {
 PyObject* mon_exit(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // PY_RETURN, PY_YIELD
   Tracer* t = g_active;
   if (!t || nargs < 1) Py_RETURN_NONE;
+  if (foreign_thread(t)) return other_thread_result(t, args[0]);
   if (pop_if_top(args[0])) Py_RETURN_NONE;
   if (!lookup(t, args[0])->traced) return disable_result();
   Py_RETURN_NONE;
 }
 
 PyObject* mon_unwind(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // PY_UNWIND
-  if (!g_active || nargs < 1) Py_RETURN_NONE;
+  if (!g_active || nargs < 1 || foreign_thread(g_active)) Py_RETURN_NONE;
   pop_if_top(args[0]);
   Py_RETURN_NONE;  // PY_UNWIND cannot be disabled
 }

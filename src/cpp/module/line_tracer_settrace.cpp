@@ -122,7 +122,7 @@ int lazy_line(Tracer* t, ThreadStack* ts, PyFrameObject* frame) {
 
 int legacy_trace(PyObject*, PyFrameObject* frame, int what, PyObject*) {
   Tracer* t = g_active;
-  if (!t) return 0;
+  if (!t || foreign_thread(t)) return 0;
   switch (what) {
     case PyTrace_LINE: {
       uint64_t now = lp::wall_ticks();
@@ -204,6 +204,7 @@ int install_hooks(Tracer* t) {
   if (g_mirror_state < 0) g_mirror_state = check_mirror() ? 1 : 0;
   PyThreadState* self = PyThreadState_Get();
   PyEval_SetTrace(legacy_trace, t->owner);
+  if (t->only_thread) return 0;  // enable(thread_only=True): this thread alone
   // Threads already running: _PyEval_SetTrace on another thread's state is what 3.12's
   // PyEval_SetTraceAllThreads does (the GIL is held; the thread picks it up at its next event).
   // A thread with a trace function of its own is left alone and counted.

@@ -135,7 +135,18 @@ struct Tracer {
   // Gaps, counted since the last clear() (3.11; always 0 on sys.monitoring):
   uint64_t displacements = 0;    // another trace function replaced ours and then gave it back
   uint64_t threads_skipped = 0;  // threads running another trace function at enable (untraced)
+  // enable(thread_only=True) (a phase's lines, issue 32): only the enabling thread is traced and,
+  // when only_context is set, only while that contextvars context (an asyncio task's) is current.
+  PyThreadState* only_thread = nullptr;
+  PyObject* only_context = nullptr;  // borrowed: compared by address only, while active
 };
+
+/// Whether the calling thread's events are not this activation's (enable(thread_only=True)).
+inline bool foreign_thread(const Tracer* t) {
+  if (!t->only_thread) return false;
+  PyThreadState* ts = PyThreadState_Get();
+  return ts != t->only_thread || (t->only_context && ts->context != t->only_context);
+}
 
 /// The active tracer, or nullptr.
 extern Tracer* g_active;

@@ -2,6 +2,7 @@
 // keyword parser both use.
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "module/recorder_object.h"
 
@@ -185,6 +186,100 @@ bool parse_count_args(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames
 
 }  // namespace
 
+// The entries of one lines= name (accounting/_lines.py Schedule, the same rule): groups of `group`
+// entries, the first consecutive, each next at twice the stride, until `left` were chosen.
+struct LinesSchedule {
+  uint32_t name_id;
+  bool by_path;  // a "/" request ends in this name: the Python hook decides every entry
+  uint64_t seen = 0, next = 0, stride = 1, taken = 0, group = 0;
+  int64_t left = -1;  // entries still to choose; -1: every entry
+
+  bool choose() {
+    uint64_t n = seen++;
+    if (n != next || left == 0) return false;
+    ++taken;
+    if (left > 0) {
+      --left;
+      if (taken % group == 0) stride *= 2;
+    }
+    next = n + stride;
+    return true;
+  }
+};
+
+struct LinesState {
+  int64_t limit;  // 0: every entry
+  std::vector<LinesSchedule> names;
+};
+
+LinesState* new_lines_state(int64_t limit) {
+  return new LinesState{limit, {}};
+}
+
+void delete_lines_state(LinesState* s) {
+  delete s;
+}
+
+namespace {
+
+// The schedule of name id (made at its first entry), or nullptr when str(name) is no lines= name.
+// False with an exception set.
+bool lines_schedule(RecorderObject* r, uint32_t id, LinesSchedule** out) {
+  *out = nullptr;
+  for (LinesSchedule& s : r->lines_state->names) {
+    if (s.name_id == id) {
+      *out = &s;
+      return true;
+    }
+  }
+  PyObject* text = name_str(id);
+  if (!text) return false;
+  PyObject* by_path = PyDict_GetItemWithError(r->lines_names, text);  // borrowed
+  Py_DECREF(text);
+  if (!by_path) return !PyErr_Occurred();  // (seen once more, it takes the inline path)
+  LinesSchedule s;
+  s.name_id = id;
+  s.by_path = PyObject_IsTrue(by_path) == 1;
+  int64_t limit = r->lines_state->limit;
+  if (limit > 0) {
+    s.left = limit;
+    s.group = uint64_t((limit + 4) / 5);  // ceil(limit / 5)
+  }
+  r->lines_state->names.push_back(s);
+  *out = &r->lines_state->names.back();
+  return true;
+}
+
+// A phase named in lines= (issue 32). The name is unmarked as seen, so that its next phase() comes
+// here again; an entry the schedule does not choose is the scope itself, a chosen one (or, for a
+// name a "/" path ends in, every one) is lines_hook(name, scope, chosen). Steals scope; returns a
+// new reference, or nullptr with an exception set.
+PyObject* lines_scope(RecorderObject* r, PyObject* name, uint32_t id, PyObject* scope) {
+  if (!r->lines_state || !r->lines_names) return scope;
+  LinesSchedule* sched;
+  if (!lines_schedule(r, id, &sched)) {
+    Py_DECREF(scope);
+    return nullptr;
+  }
+  if (!sched) return scope;
+  NameCacheEntry& entry = name_cache_slot(name);
+  if (entry.obj == name) entry.shape_checked_by = 0;
+  if (!sched->by_path && !sched->choose()) return scope;  // the one branch of an untraced entry
+  PyObject* text = name_str(id);
+  if (!text) {
+    Py_DECREF(scope);
+    return nullptr;
+  }
+  PyObject* hook = Py_NewRef(r->lines_hook);  // the call may drop r's reference to it
+  PyObject* out = PyObject_CallFunctionObjArgs(hook, text, scope, nullptr);
+  Py_DECREF(hook);
+  Py_DECREF(text);
+  Py_DECREF(scope);
+  return out;
+}
+
+}  // namespace
+
 // Python code may run here (an option's __float__, a name's __str__, a name-shape warning) and
 // drop the reference the caller borrowed r through (a front's, or the installed one), so r is held
 // until it is done.
@@ -200,6 +295,7 @@ LP_COLD PyObject* make_scope_holding(RecorderObject* r, PyObject* const* args, P
       out = null_scope();
     } else if (phase_name_id(r, name, &id)) {
       out = fill_scope(r, id, flags, sample_every);
+      if (out && r->lines_hook) out = lines_scope(r, name, id, out);
     }
   }
   Py_DECREF(r);

@@ -246,6 +246,34 @@ PyObject* recorder_set_phase_wrapper(PyObject* self, PyObject* fn) {
   Py_RETURN_NONE;
 }
 
+PyObject* recorder_set_lines_hook(PyObject* self, PyObject* args) {
+  RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
+  PyObject *fn = nullptr, *names = nullptr;
+  long long limit = 0;
+  if (!PyArg_ParseTuple(args, "OO|L:set_lines_hook", &fn, &names, &limit)) return nullptr;
+  if (fn == Py_None) {
+    Py_CLEAR(r->lines_hook);
+    Py_CLEAR(r->lines_names);
+    delete_lines_state(r->lines_state);
+    r->lines_state = nullptr;
+    Py_RETURN_NONE;
+  }
+  if (!PyCallable_Check(fn) || !PyDict_Check(names) || limit < 0) {
+    PyErr_SetString(PyExc_TypeError,
+                    "set_lines_hook(fn, names, limit=0): a callable, a dict {name: by_path} and "
+                    "the entries to trace per name (0: every one); or (None, None)");
+    return nullptr;
+  }
+  delete_lines_state(r->lines_state);  // a fork's fresh start: every schedule from the top
+  r->lines_state = new_lines_state(limit);
+  Py_INCREF(names);
+  Py_XSETREF(r->lines_names, names);
+  Py_INCREF(fn);
+  Py_XSETREF(r->lines_hook, fn);
+  // Set before the recorder's first phase(): a name it has already seen keeps the inline path.
+  Py_RETURN_NONE;
+}
+
 PyObject* recorder_mark_closed(PyObject* self, PyObject*) {
   reinterpret_cast<RecorderObject*>(self)->closed = true;
   Py_RETURN_NONE;
@@ -297,6 +325,11 @@ PyMethodDef recorder_methods[] = {
     {"set_periodic_hook", recorder_set_periodic_hook, METH_O,
      "set_periodic_hook(fn): call fn() (holding the GIL) after each periodic write of the "
      "snapshot thread; never after flush(). Once per Recorder."},
+    {"set_lines_hook", recorder_set_lines_hook, METH_VARARGS,
+     "set_lines_hook(fn, names, limit=0) / set_lines_hook(None, None): phase(name) with str(name) "
+     "a key of the dict names returns fn(name, scope) instead of scope for the entries its "
+     "schedule chooses (limit per name, 0: all), or for every entry when names[name] is true "
+     "(fn decides: a '/' path ends in it) (lines=, issue 32)."},
     {"set_phase_wrapper", recorder_set_phase_wrapper, METH_O,
      "set_phase_wrapper(fn or None): PhaseFront.phase and the installed accounting.phase() call "
      "fn instead of the C phase (annotate=/backend= need a Python-level scope). Recorder.phase "
@@ -351,6 +384,9 @@ PyObject* recorder_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   self->shapes = new lp::NameShapes();
   self->periodic_hook = nullptr;
   self->phase_wrapper = nullptr;
+  self->lines_hook = nullptr;
+  self->lines_names = nullptr;
+  self->lines_state = nullptr;
   self->weakreflist = nullptr;
   if (self->worker->has_sampler()) {
     self->worker->sampler().set_cuda_probe(&cuda_probe);
@@ -368,6 +404,7 @@ int recorder_traverse(PyObject* self, visitproc visit, void* arg) {
   RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
   Py_VISIT(r->periodic_hook);
   Py_VISIT(r->phase_wrapper);
+  Py_VISIT(r->lines_hook);
   return 0;
 }
 
@@ -375,6 +412,8 @@ int recorder_clear(PyObject* self) {
   RecorderObject* r = reinterpret_cast<RecorderObject*>(self);
   Py_CLEAR(r->phase_wrapper);  // phase_on holds it across its call
   Py_CLEAR(r->periodic_hook);  // the snapshot thread reads it under the GIL (run_periodic_hook)
+  Py_CLEAR(r->lines_hook);
+  Py_CLEAR(r->lines_names);
   return 0;
 }
 
@@ -397,6 +436,10 @@ void recorder_dealloc(PyObject* self) {
   r->shapes = nullptr;
   Py_CLEAR(r->periodic_hook);  // the thread is joined: nothing can be calling it
   Py_CLEAR(r->phase_wrapper);
+  Py_CLEAR(r->lines_hook);
+  Py_CLEAR(r->lines_names);
+  delete_lines_state(r->lines_state);
+  r->lines_state = nullptr;
   Py_TYPE(self)->tp_free(self);
 }
 

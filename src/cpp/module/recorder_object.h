@@ -44,6 +44,7 @@ namespace lp_module {
 // Objects
 
 struct ScopeObject;
+struct LinesState;
 constexpr int kSpareScopes = 4;  // reusable scopes per recorder (see take_scope)
 
 struct RecorderObject {
@@ -57,6 +58,12 @@ struct RecorderObject {
   lp::NameShapes* shapes;   // phase names per shape (checked when a name is first seen)
   PyObject* periodic_hook;  // strong reference, or nullptr: called after each periodic write
   PyObject* phase_wrapper;  // strong reference, or nullptr: what installed phase() calls instead
+  // lines= (issue 32): the phase names whose entries go through lines_hook(name, scope) -> the
+  // context manager to return. Such a name is never marked seen (seen_phase_name), so its every
+  // phase() takes the general path; every other name's inline path is unchanged.
+  PyObject* lines_hook;     // strong reference, or nullptr
+  PyObject* lines_names;    // a dict: name -> whether a "/" path ends in it; or nullptr
+  LinesState* lines_state;  // which entries of each name are traced (phase_args.cpp), or nullptr
   PyObject* weakreflist;
 };
 
@@ -322,6 +329,10 @@ int init_phase_args();                     // interned keyword names
 int init_scope_types(PyObject* module);    // PhaseScope, NullScope, _FloorScope, sync resolver
 int init_recorder_type(PyObject* module);  // Recorder
 int init_front_type(PyObject* module);     // PhaseFront
+
+/// set_lines_hook's schedules: a new LinesState (limit 0: every entry), and its deletion.
+LinesState* new_lines_state(int64_t limit);
+void delete_lines_state(LinesState* s);
 
 /// Recorder.current() of r: the innermost open phase's name on this thread (task), or ''.
 PyObject* recorder_current(PyObject* self, PyObject*);

@@ -154,6 +154,7 @@ def _export_environment(p: Profiler, hooks: _Hooks) -> None:
         ENV_RUN_DIR: str(p.run_dir),
         ENV_RUN_ID: p.run_id,
         ENV_PARENT_ROLE: p.role,
+        **p._lines_env(),
     }
     _env_stack[:] = [(r, v) for r, v in _env_stack if r() is not None and not r().closed]
     if not _env_stack:
@@ -174,8 +175,13 @@ def _restore_environment(p: Profiler, hooks: _Hooks) -> None:
         return  # a newer exporter's values are in force; they stay
     if any(os.environ.get(k) != v for k, v in values.items()):
         return  # someone changed the environment since: theirs now
-    restore: dict[str, str | None] = dict(_env_stack[-1][1]) if _env_stack else dict(_env_before)
-    for key, value in restore.items():
+    # The values in force before this exporter: the older exporter's, over what was there before
+    # any (an older exporter may have set fewer keys, e.g. no LINEPROFILER_LINES).
+    restore: dict[str, str | None] = dict(_env_before)
+    if _env_stack:
+        restore.update(_env_stack[-1][1])
+    for key in values:  # only what this exporter set
+        value = restore.get(key)
         if value is None:
             os.environ.pop(key, None)
         else:
@@ -452,6 +458,9 @@ def _become_new_worker(p: Profiler) -> None:
     p.worker_path = worker_path(p.run_dir, p.host, p.run_id, p.pid, p.uid8)
     p._rec.reset_after_fork(str(p.worker_path), p._meta_json())
     p._delta_cursor = DeltaCursor()  # its lock may be held by a parent thread: start fresh
+    if p._lines is not None:  # the parent's traced lines are the parent's: start fresh
+        p._lines = p._lines.forked()
+        p._lines.install()
     p._fork_inherited = True
     p._flush(final=False)  # visible from its first moment, like any worker
     p._rec.start_thread()

@@ -23,6 +23,7 @@ from lineprofiler.accounting import (
     _after_close,
     _identity,
     _lifecycle,
+    _lines,
     _record_handoff,
     capabilities,
     handoff,
@@ -108,6 +109,16 @@ def _interval_ns(seconds: float | None, what: str) -> int:
     return int(seconds * 1e9)
 
 
+class _Unset:
+    """The default of ``lines_entries`` (None means every entry)."""
+
+    def __repr__(self) -> str:
+        return "<environment, else 20>"
+
+
+_UNSET = _Unset()
+
+
 class Profiler(_core.PhaseFront):
     """Phase accounting for one process.
 
@@ -137,6 +148,14 @@ class Profiler(_core.PhaseFront):
             submitter's open phases (see ``accounting.attach``); False turns that off.
         propagate_threads: while installed, ``threading.Thread.start`` inside a phase runs the
             thread attached to that phase too.
+        lines: trace the lines of these phases (a name matches every path ending in it, a
+            "/"-joined path exactly; a list for several): the project's lines run on the thread
+            (in asyncio, the task) that opened an entry, while it is open, go to the ``.lines``
+            sidecar beside the worker file (docs/worker-file.md). Else ``$LINEPROFILER_LINES``
+            (comma-separated), else none. Exported to child processes.
+        lines_entries: how many entries of each named phase to trace per process (spread over
+            the run: see accounting/_lines.py); None traces every entry. Else
+            ``$LINEPROFILER_LINES_ENTRIES`` (an int or ``all``), else 20.
     """
 
     # Slots, not an instance __dict__: CPython specialises `profiler.phase(...)` and
@@ -152,6 +171,7 @@ class Profiler(_core.PhaseFront):
         "_hooks",
         "_exit_signal",
         "_installed",
+        "_lines",
         "_parent_role",
         "_rec",
         "_shutting_down",
@@ -165,6 +185,8 @@ class Profiler(_core.PhaseFront):
         "backend_window",
         "enabled",
         "host",
+        "lines",
+        "lines_entries",
         "measure_cpu",
         "pid",
         "role",
@@ -199,6 +221,8 @@ class Profiler(_core.PhaseFront):
         window_phase: str = "iteration",
         propagate_executors: bool = True,
         propagate_threads: bool = False,
+        lines: str | list[str] | tuple[str, ...] | None = None,
+        lines_entries: int | None | _Unset = _UNSET,
     ) -> None:
         env_run_dir = os.environ.get(ENV_RUN_DIR)
         if run_dir is None:
@@ -216,6 +240,8 @@ class Profiler(_core.PhaseFront):
         self.window_phase = str(window_phase)
         self.propagate_executors = bool(propagate_executors)
         self.propagate_threads = bool(propagate_threads)
+        self.lines, self.lines_entries = _lines_options(lines, lines_entries)
+        self._lines: _lines.PhaseLines | None = None
         if self.backend is not None and backend_window is None:
             raise ValueError("backend= needs backend_window=(start, stop)")
         self.backend_window = None if backend_window is None else parse_window(backend_window)
@@ -262,6 +288,10 @@ class Profiler(_core.PhaseFront):
             strict_names=self.strict_names,
             **self._sampler_options(),
         )
+        if self.lines:  # before the first phase(): matching names take the general path
+            self._lines = _lines.PhaseLines(self._rec, self.lines, self.lines_entries)
+            self._lines.install()
+            self._rec.set_periodic_hook(_periodic_hook(self))
         self._bind(self._rec)  # phase()/count() are PhaseFront's C methods from here on
         torch_support.install_sync_resolver()
         if self.annotate or self.backend is not None:
@@ -330,10 +360,14 @@ class Profiler(_core.PhaseFront):
             self.backend_state.close()
         if self.annotate or self.backend is not None:
             self._rec.set_phase_wrapper(None)  # it refers to self: break the cycle
+        if self._lines is not None:
+            self._lines.close()  # a traced entry still open (a signal) stops here
         if write_final:
             if self._parent_role is not None:
                 self._refresh_child_identity()
             self._flush(final=True)
+        if self._lines is not None:
+            self._rec.set_lines_hook(None, None)
         self._rec.mark_closed()
         if self._installed:
             self._uninstall()
@@ -370,7 +404,9 @@ class Profiler(_core.PhaseFront):
             return callback
         callbacks = self._snapshot_callbacks.callbacks
         callbacks.append(callback)
-        if len(callbacks) == 1:  # the first: the snapshot thread calls the dispatcher from now on
+        # the first: the snapshot thread calls the dispatcher from now on (with lines=, the
+        # periodic hook set at construction calls it)
+        if len(callbacks) == 1 and self._lines is None:
             self._rec.set_periodic_hook(self._snapshot_callbacks.dispatcher(self.merged_tree))
         return callback
 
@@ -439,6 +475,8 @@ class Profiler(_core.PhaseFront):
             "strict_names": self.strict_names,
             "annotate": self.annotate,
             "backend": None if self.backend is None else self.backend.value,
+            "lines": list(self.lines),
+            "lines_entries": self.lines_entries,
             "lineprofiler_version": _version(),
             **({"exit_signal": self._exit_signal} if self._exit_signal else {}),
         }
@@ -469,7 +507,22 @@ class Profiler(_core.PhaseFront):
         err = self._rec.flush(final)
         if err:
             self._warn_unwritable(self._rec.stats().get("last_error") or os.strerror(err))
+        self._write_lines()
         return err
+
+    def _write_lines(self) -> None:
+        """The ``.lines`` sidecar (lines=), beside the worker file. Never raises."""
+        lines = self._lines
+        if lines is None or self.worker_path is None or not lines.has_data():
+            return
+        try:
+            _lines.write_sidecar(lines, self.worker_path, self.merged_tree(), self.thread_names)
+        except Exception as exc:
+            self._warn_unwritable(f"{_lines.lines_path(self.worker_path).name}: {exc}")
+
+    def _lines_env(self) -> dict[str, str]:
+        """LINEPROFILER_LINES(_ENTRIES) for child processes (none without lines=)."""
+        return _lines.environment_values(self.lines, self.lines_entries)
 
     def _warn_unwritable(self, why: str) -> None:
         if self._warned_unwritable:
@@ -522,6 +575,34 @@ class Profiler(_core.PhaseFront):
             _installed_profiler = None
             handoff.uninstall()
         self._installed = False
+
+
+def _lines_options(lines: Any, entries: Any) -> tuple[tuple[str, ...], int | None]:
+    """lines=/lines_entries=, else the environment's (bad arguments raise; a bad environment
+    warns and is ignored)."""
+    names = _lines.parse_lines(lines)
+    if isinstance(entries, _Unset):
+        if lines is None:
+            names, env_entries = _lines.from_environment()
+            return names, env_entries
+        return names, _lines.entries_from_environment()
+    return names or _lines.from_environment()[0], _lines.parse_entries(entries)
+
+
+def _periodic_hook(p: Profiler) -> Any:
+    """The snapshot thread's hook of a profiler with lines=: the sidecar, then on_snapshot's
+    callbacks (weak: the recorder holds this, and must not keep the profiler alive)."""
+    ref = weakref.ref(p)
+    dispatch = p._snapshot_callbacks.dispatcher(p.merged_tree)
+
+    def periodic() -> None:
+        owner = ref()
+        if owner is None or owner._closed:
+            return
+        owner._write_lines()
+        dispatch()
+
+    return periodic
 
 
 class _WrappedScope:

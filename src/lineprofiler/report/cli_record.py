@@ -1,7 +1,9 @@
-"""``lineprofiler record [--role R] [--run-dir D] -- COMMAND ...``: profile a run, then report it.
+"""``lineprofiler record [--role R] [--run-dir D] [--lines P [--lines-entries N|all]] -- COMMAND``:
+profile a run, then report it.
 
 Sets ``LINEPROFILER_PROFILE=1``, ``LINEPROFILER_RUN_DIR`` (absolute) and, with ``--role``,
-``LINEPROFILER_ROLE`` for the command and every process it starts, runs it, and prints the report
+``LINEPROFILER_ROLE`` (with ``--lines``, ``LINEPROFILER_LINES`` and ``LINEPROFILER_LINES_ENTRIES``:
+the lines of those phases are traced) for the command and every process it starts, runs it, and prints the report
 of the run directory when it ends. A ``Profiler(run_dir=...)`` in the command's code wins over
 ``--run-dir``: each enabled profiler appends the directory it writes to a hand-off file record
 names in ``LINEPROFILER_RECORD_DIRS`` (accounting/_record_handoff.py), and record reports that
@@ -29,6 +31,8 @@ from lineprofiler.report.cli_report import (
 from lineprofiler.report.merge import RunError, merge_run
 from lineprofiler.report.units import terminal_safe
 from lineprofiler.runfile.layout import (
+    ENV_LINES,
+    ENV_LINES_ENTRIES,
     ENV_PROFILE,
     ENV_RECORD_DIRS,
     ENV_ROLE,
@@ -44,6 +48,8 @@ examples:
   lineprofiler record -- python train.py --epochs 3
   lineprofiler record --role learner --run-dir runs/today -- python learner.py
   lineprofiler record --json -- torchrun --nproc-per-node 4 train.py > report.json
+  lineprofiler record --lines train_step -- python train.py
+  lineprofiler record --lines iteration/train_step --lines-entries all -- python train.py
 
 The command's processes join the run by building Profiler(role=...) (or calling
 accounting.phase()); nothing else needs configuring. A Profiler(run_dir=...) in the
@@ -66,6 +72,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-samples", action="store_true", help="phases only: leave out the resource blocks"
     )
     parser.add_argument("--iteration", metavar="NAME", help=ITERATION_HELP)
+    parser.add_argument(
+        "--lines",
+        action="append",
+        type=_phase_names,
+        metavar="PHASE",
+        help="also trace the lines of this phase in every process (a name matches every path "
+        "ending in it, a/b/c that path exactly; repeat it or separate names by commas); "
+        f"sets {ENV_LINES}",
+    )
+    parser.add_argument(
+        "--lines-entries",
+        type=_entries,
+        metavar="N|all",
+        help=f"entries of each --lines phase traced per process, spread over the run (default "
+        f"20; all: every entry); sets {ENV_LINES_ENTRIES}",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
 
 
@@ -82,6 +104,12 @@ def main(args: argparse.Namespace) -> int:
     env.pop(ENV_RUN_ID, None)  # a new run: its processes agree on an attempt among themselves
     if args.role:
         env[ENV_ROLE] = args.role
+    if args.lines:
+        env[ENV_LINES] = ",".join(dict.fromkeys(n for group in args.lines for n in group))
+    if args.lines_entries is not None:
+        if not args.lines and not env.get(ENV_LINES, "").strip():
+            return fail("record", "--lines-entries needs --lines (the phases to trace)")
+        env[ENV_LINES_ENTRIES] = args.lines_entries
     with tempfile.TemporaryDirectory(prefix="lineprofiler-record-") as handoff_dir:
         handoff = Path(handoff_dir) / "run_dirs"
         handoff.touch(mode=0o600)
@@ -119,6 +147,25 @@ def main(args: argparse.Namespace) -> int:
         return rc
     emit(out)
     return rc
+
+
+def _phase_names(text: str) -> list[str]:
+    """--lines: comma-separated phase names or "/"-joined paths."""
+    names = [n.strip().strip("/") for n in text.split(",") if n.strip()]
+    if not names or any(not p.strip() for n in names for p in n.split("/")):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a phase name or path (train_step, iteration/train_step)"
+        )
+    return names
+
+
+def _entries(text: str) -> str:
+    """--lines-entries: a positive int, or all."""
+    if text.strip().lower() == "all":
+        return "all"
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of entries or 'all'")
+    return str(int(text))
 
 
 def _announced_dirs(handoff: Path) -> list[Path]:

@@ -19,8 +19,12 @@ ENV_RUN_ID = "LINEPROFILER_RUN_ID"
 ENV_ROLE = "LINEPROFILER_ROLE"
 # The exporting profiler's role: a child that joins the run is "<parent role>.child" by default.
 ENV_PARENT_ROLE = "LINEPROFILER_PARENT_ROLE"
+# The phases whose lines are traced (comma-separated names or "/"-joined paths) and how many
+# entries per process ("all": every one); a profiler built with lines= exports both (issue 32).
+ENV_LINES = "LINEPROFILER_LINES"
+ENV_LINES_ENTRIES = "LINEPROFILER_LINES_ENTRIES"
 # The run-level variables a profiler exports (and its close() restores).
-RUN_ENV_KEYS = (ENV_PROFILE, ENV_RUN_DIR, ENV_RUN_ID, ENV_PARENT_ROLE)
+RUN_ENV_KEYS = (ENV_PROFILE, ENV_RUN_DIR, ENV_RUN_ID, ENV_PARENT_ROLE, ENV_LINES, ENV_LINES_ENTRIES)
 # Set by ``lineprofiler record``: a file each enabled profiler of the command appends its run
 # directory to (absolute, NUL-terminated), so record reports the directory the run really wrote.
 ENV_RECORD_DIRS = "LINEPROFILER_RECORD_DIRS"
