@@ -1,0 +1,93 @@
+"""Issue 32 end to end: the recorder's own sidecars (env only, no code change) read by the report.
+
+Four spawn processes inherit ``LINEPROFILER_LINES=train_step`` and
+``LINEPROFILER_LINES_ENTRIES=all``; each counts its own loop iterations inside ``train_step``.
+The report's JSON must show the loop line with exactly the hits they counted, seen in all four
+processes, and no line of code that ran outside the phase."""
+
+from __future__ import annotations
+
+import json
+
+from tests.helpers import run_python
+
+CLI = "from lineprofiler.cli import main; raise SystemExit(main())"
+PROCS, ENTRIES, ITERS = 4, 5, 300
+
+CHILD = f"""
+import json, multiprocessing as mp, os, sys
+from pathlib import Path
+
+from lineprofiler.accounting import Profiler
+
+ENTRIES, ITERS = {ENTRIES}, {ITERS}
+
+
+def train_step(n):
+    x = 0
+    for i in range(n):
+        x += i  # LOOP
+    return x
+
+
+def outside():
+    z = 0
+    for j in range(40):
+        z += j  # OUTSIDE
+    return z
+
+
+def learner(q):
+    p = Profiler(run_dir="run", role="learner", enabled=True, snapshot_interval_s=None,
+                 sample_interval_s=None)
+    loops = 0
+    for _ in range(ENTRIES):
+        with p.phase("iteration"):
+            with p.phase("train_step"):
+                train_step(ITERS)
+                loops += ITERS
+            outside()
+    p.close()
+    q.put(loops)
+
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=learner, args=(q,)) for _ in range({PROCS})]
+    for pr in procs:
+        pr.start()
+    counted = [q.get(timeout=120) for _ in procs]
+    for pr in procs:
+        pr.join()
+    src = Path(__file__).read_text().splitlines()
+    marks = {{m: next(i for i, t in enumerate(src, 1) if t.rstrip().endswith("# " + m))
+             for m in ("LOOP", "OUTSIDE")}}
+    print(json.dumps({{"loops": sum(counted), "file": os.path.realpath(__file__), **marks}}))
+"""
+
+
+def test_four_spawn_processes_env_only_every_entry(tmp_path):
+    proc = run_python(
+        CHILD,
+        cwd=tmp_path,
+        env={"LINEPROFILER_LINES": "train_step", "LINEPROFILER_LINES_ENTRIES": "all"},
+        timeout=240,
+    )
+    truth = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert truth["loops"] == PROCS * ENTRIES * ITERS
+    rep = run_python(CLI, cwd=tmp_path, args=["report", "--json", str(tmp_path / "run")])
+    doc = json.loads(rep.stdout)
+    (role,) = doc["roles"]
+    phase = next(p for p in role["phases"] if p["name"] == "iteration/train_step")
+    traced = phase["lines_traced"]
+    assert traced["entries"] == PROCS * ENTRIES == traced["traced_entries"]
+    assert traced["processes"] == PROCS and traced["slowdown"] is None  # every entry traced
+    lines = {(ln["file"], ln["line"]): ln for ln in phase["lines"]}
+    loop = lines[(truth["file"], truth["LOOP"])]
+    assert loop["hits"] == truth["loops"]
+    assert loop["processes"] == PROCS
+    assert (truth["file"], truth["OUTSIDE"]) not in lines
+    assert not [c for c in doc["caveats"] if c["kind"] == "lines_unreadable"]
+    text = run_python(CLI, cwd=tmp_path, args=["report", str(tmp_path / "run")]).stdout
+    assert "LINES IN iteration/train_step" in text and f"{truth['loops']:,}" in text
