@@ -49,7 +49,7 @@ def outside():
     return z
 
 
-def child(index):
+def child(index, q):
     from lineprofiler.accounting import Profiler
     from lineprofiler.line import LineProfiler
 
@@ -91,14 +91,19 @@ def child(index):
     }
     doc.update(SIDECAR_EXTRA)
     Path(str(worker)[:-len(".json")] + ".lines").write_text(json.dumps(doc))
-    return {"pid": os.getpid(), "worker": str(worker), "index": index}
+    q.put({"pid": os.getpid(), "worker": str(worker), "index": index})
 
 
 if __name__ == "__main__":
     os.environ["LINEPROFILER_RUN_ID"] = "t32-lines"
     ctx = mp.get_context("spawn")
-    with ctx.Pool(PROCS) as pool:
-        got = pool.map(child, range(PROCS), chunksize=1)
+    q = ctx.Queue()
+    procs = [ctx.Process(target=child, args=(i, q)) for i in range(PROCS)]  # one each
+    for pr in procs:
+        pr.start()
+    got = [q.get(timeout=180) for _ in procs]
+    for pr in procs:
+        pr.join()
     src = Path(__file__).read_text().splitlines()
     marks = {m: next(i for i, t in enumerate(src, 1) if t.rstrip().endswith("# " + m))
              for m in ("LOOP", "ONLY_FIRST", "OUTSIDE")}
@@ -116,7 +121,7 @@ def traced_run(
     iters: int = 200,
     extra: dict[str, Any] | None = None,
 ) -> tuple[Path, dict[str, Any]]:
-    """A run of ``procs`` spawn processes (one Pool task each, role "learner"), each tracing the
+    """A run of ``procs`` spawn processes (role "learner"), each tracing the
     first ``traced`` of ``entries`` entries of ``iteration/train_step``; the run directory and
     the children's own truth (their pids, worker files, the marked lines' numbers)."""
     run = tmp_path / "run"

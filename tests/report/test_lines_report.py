@@ -85,7 +85,7 @@ def test_text_json_and_html_show_the_same_figures(run3):
     merged = merge_run(run)
     doc = to_document(merged)
     phase = _phase(doc)
-    text = render_text(merged)
+    text = render_text(merged, lines_top=0)  # every line (the ranking of the small ones varies)
     page = render_html(merged)
     block = text.split("  LINES IN iteration/train_step", 1)[1]
     slow = phase["lines_traced"]["slowdown"]
@@ -107,10 +107,9 @@ def test_text_json_and_html_show_the_same_figures(run3):
         assert f'<td data-v="{ln["self_ns"]}">{fmt_duration(ln["self_ns"])}</td>' in page
         assert f'<td data-v="{ln["hits"]}">{ln["hits"]:,}</td>' in page
     # the line seen in only one process says so, everywhere
-    only = f"t.py:{truth['lines']['ONLY_FIRST']}"
     only = f"{os.path.basename(truth['file'])}:{truth['lines']['ONLY_FIRST']}"
     assert any(only in r and f"(in 1 of {PROCS})" in r for r in block.splitlines())
-    assert f"1 of {PROCS}" in page
+    assert f"(in 1 of {PROCS})" in page  # the annotated listing's tip
     # the HTML panel annotates the source: the loop line's text with its hits
     assert "x += i  # LOOP" in page and "LINES IN iteration/train_step" in page
     # the same block sits under the phase in DOMINANT PHASES, before ITERATIONS

@@ -98,6 +98,8 @@ def _function_listing(fn: MergedFunction, by_line: dict[int, LineRow]) -> str:
             continue
         ml = row.line
         tip = f"{ml.hits:,} hits, self {fmt_duration(ml.self_ns)}, share {fmt_share(row.share)}"
+        if row.seen_in_text:
+            tip += " " + row.seen_in_text
         out.append(
             f'<tr data-tip="{esc(tip)}"><td class=heat{_heat(row.heat)}></td><td>{n}</td>'
             f"<td>{ml.hits:,}</td><td>{esc(fmt_duration(ml.time_ns))}</td>"
