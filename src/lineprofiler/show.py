@@ -131,7 +131,9 @@ def _show_run(args: argparse.Namespace) -> int:
     chosen = [
         lv
         for p, lv in rv.lines.items()
-        if args.phase is None or p[-1] == args.phase or "/".join(p) == args.phase
+        if args.phase is None
+        or p[-1] == args.phase
+        or args.phase in ("/".join(p), "/".join(lv.merged.path))
     ]
     if not chosen:
         known = ", ".join(path_label(p) for p in rv.lines) or "none"

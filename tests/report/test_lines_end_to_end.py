@@ -91,3 +91,44 @@ def test_four_spawn_processes_env_only_every_entry(tmp_path):
     assert not [c for c in doc["caveats"] if c["kind"] == "lines_unreadable"]
     text = run_python(CLI, cwd=tmp_path, args=["report", str(tmp_path / "run")]).stdout
     assert "LINES IN iteration/train_step" in text and f"{truth['loops']:,}" in text
+
+
+THREAD_NAMES = """
+from lineprofiler.accounting import Profiler
+
+
+def train_step():
+    x = 0
+    for i in range(100):
+        x += i  # LOOP
+    return x
+
+
+p = Profiler(run_dir="run", role="learner", enabled=True, thread_names=True, lines="train_step",
+             lines_entries=None, snapshot_interval_s=None, sample_interval_s=None)
+for _ in range(3):
+    with p.phase("iteration"):
+        with p.phase("train_step"):
+            train_step()
+p.close()
+"""
+
+
+def test_with_thread_names_the_lines_go_under_the_thread_named_phase(tmp_path):
+    """thread_names=True puts a thread's name first in every path; the sidecar names the phase's
+    own path, and its lines go under the one row that ends in it."""
+    run_python(THREAD_NAMES, cwd=tmp_path)
+    rep = run_python(CLI, cwd=tmp_path, args=["report", "--json", str(tmp_path / "run")])
+    (role,) = json.loads(rep.stdout)["roles"]
+    traced = [p for p in role["phases"] if "lines" in p]
+    assert [p["name"] for p in traced] == ["MainThread/iteration/train_step"]
+    (loop,) = [ln for ln in traced[0]["lines"] if ln["source"].endswith("# LOOP")]
+    assert loop["hits"] == 3 * 100  # every entry traced
+    text = run_python(CLI, cwd=tmp_path, args=["report", str(tmp_path / "run")]).stdout
+    assert "LINES IN MainThread/iteration/train_step" in text
+    show = run_python(
+        CLI,
+        cwd=tmp_path,
+        args=["show", str(tmp_path / "run"), "--role", "learner", "--phase", "iteration/train_step"],
+    )
+    assert show.returncode == 0 and " 300 " in show.stdout, show.stdout

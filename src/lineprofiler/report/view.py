@@ -216,10 +216,13 @@ class PhaseLinesView:
     merged: MergedPhaseLines
     rows: list[LineRow]  # every line, by self time (largest first)
     top: int  # how many the text report lists
+    # The phase row it belongs to: the sidecar's path, or with thread_names=True the one
+    # thread-named path ending in it (``MainThread/iteration/train_step``)
+    at: Path_ | None = None
 
     @property
     def path(self) -> Path_:
-        return self.merged.path
+        return self.merged.path if self.at is None else self.at
 
     @property
     def shown(self) -> list[LineRow]:
@@ -271,7 +274,9 @@ def _where(file: str, line: int, root: str | None) -> str:
     return f"{file}:{line}"
 
 
-def phase_lines_view(merged: MergedPhaseLines, top: int = DEFAULT_LINES_TOP) -> PhaseLinesView:
+def phase_lines_view(
+    merged: MergedPhaseLines, top: int = DEFAULT_LINES_TOP, at: Path_ | None = None
+) -> PhaseLinesView:
     """A traced phase's rows: each line's share, heat and place, ranked by self time."""
     lines = sorted(
         merged.lines.values(), key=lambda ml: (-ml.self_ns, -ml.time_ns, ml.file, ml.line)
@@ -288,7 +293,22 @@ def phase_lines_view(merged: MergedPhaseLines, top: int = DEFAULT_LINES_TOP) -> 
         )
         for ml in lines
     ]
-    return PhaseLinesView(merged, rows, top)
+    return PhaseLinesView(merged, rows, top, at)
+
+
+def lines_row_path(path: Path_, rows: Mapping[Path_, PhaseRow]) -> Path_ | None:
+    """The phase row a traced path's lines go under: the path itself; or, in a tree whose
+    first level is thread names (``thread_names=True``), the thread-named path ending in it (the
+    first in tree order when several threads ran it); None when the tree holds neither (a sidecar
+    of another snapshot: not shown)."""
+    if path in rows:
+        return path
+    for p, r in rows.items():
+        thread = rows.get(p[:1])
+        if len(p) == len(path) + 1 and p[1:] == path and thread is not None:
+            if thread.stats.thread_node:
+                return p
+    return None
 
 
 @dataclass
@@ -412,8 +432,11 @@ def role_view(
             times.sort(key=lambda t: (-t.time_ns, t.worker.path))
             stragglers.append(Straggler(r.path, times))
     sampled = [r for r in rows.values() if r.stats.estimated]
-    # a sidecar's path the phase tree does not hold (a file of another snapshot) is not shown
-    lines = {p: phase_lines_view(m, lines_top) for p, m in sorted(role.lines.items()) if p in rows}
+    lines: dict[Path_, PhaseLinesView] = {}
+    for path, merged in sorted(role.lines.items()):
+        at = lines_row_path(path, rows)
+        if at is not None and at not in lines:
+            lines[at] = phase_lines_view(merged, lines_top, at)
     return RoleView(
         role, rows, top_level, dominant, iterations, stragglers, lifetime, sampled, lines=lines
     )
