@@ -129,6 +129,13 @@ def test_with_thread_names_the_lines_go_under_the_thread_named_phase(tmp_path):
     show = run_python(
         CLI,
         cwd=tmp_path,
-        args=["show", str(tmp_path / "run"), "--role", "learner", "--phase", "iteration/train_step"],
+        args=[
+            "show",
+            str(tmp_path / "run"),
+            "--role",
+            "learner",
+            "--phase",
+            "iteration/train_step",
+        ],
     )
     assert show.returncode == 0 and " 300 " in show.stdout, show.stdout

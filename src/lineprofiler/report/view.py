@@ -303,7 +303,7 @@ def lines_row_path(path: Path_, rows: Mapping[Path_, PhaseRow]) -> Path_ | None:
     of another snapshot: not shown)."""
     if path in rows:
         return path
-    for p, r in rows.items():
+    for p in rows:
         thread = rows.get(p[:1])
         if len(p) == len(path) + 1 and p[1:] == path and thread is not None:
             if thread.stats.thread_node:
