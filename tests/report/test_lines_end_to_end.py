@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.helpers import run_python
 
 CLI = "from lineprofiler.cli import main; raise SystemExit(main())"
@@ -139,3 +141,54 @@ def test_with_thread_names_the_lines_go_under_the_thread_named_phase(tmp_path):
         ],
     )
     assert show.returncode == 0 and " 300 " in show.stdout, show.stdout
+
+
+SOME_ENTRIES = """
+import json, time
+from lineprofiler.accounting import Profiler
+
+p = Profiler(run_dir="run", role="learner", enabled=True, lines="train_step", lines_entries=20,
+             snapshot_interval_s=None, sample_interval_s=None)
+slept = 0
+for e in range(500):
+    with p.phase("train_step"):
+        x = 0
+        for i in range(20):
+            x += i
+        if e % 100 == 0:
+            t0 = time.perf_counter_ns()
+            time.sleep(0.02)  # SLEEP
+            slept += time.perf_counter_ns() - t0
+p.close()
+print(json.dumps({"slept_ns": slept}))
+"""
+
+
+def test_twenty_of_500_entries_traced_and_the_note_says_how_much_slower(tmp_path):
+    """lines_entries=20 of a 500-entry phase: the report says 20 traced of 500, the phase's own
+    counts are every entry, and the slowdown is the traced entries' mean wall over the others'.
+    The sleep line (20 ms in 5 of the entries, the first of them always traced) shows at least
+    95% of 20 ms per hit and never more than 105% of the sleeps the child timed itself (all of
+    them, within 5%, when all 5 were traced)."""
+    proc = run_python(SOME_ENTRIES, cwd=tmp_path)
+    slept = json.loads(proc.stdout.strip().splitlines()[-1])["slept_ns"]
+    rep = run_python(CLI, cwd=tmp_path, args=["report", "--json", str(tmp_path / "run")])
+    (role,) = json.loads(rep.stdout)["roles"]
+    phase = next(p for p in role["phases"] if p["name"] == "train_step")
+    assert phase["calls"] == 500
+    traced = phase["lines_traced"]
+    assert (traced["entries"], traced["traced_entries"]) == (500, 20)
+    assert traced["slowdown"] == pytest.approx(
+        (traced["traced_wall_ns"] / 20) / (traced["untraced_wall_ns"] / 480), rel=1e-3
+    )
+    sleep = [ln for ln in phase["lines"] if ln["source"].endswith("# SLEEP")]
+    (line,) = sleep  # entry 0 sleeps, and every schedule traces a process's first entries
+    assert 1 <= line["hits"] <= 5
+    assert line["hits"] * 20_000_000 * 0.95 <= line["time_ns"] <= slept * 1.05
+    if line["hits"] == 5:  # every sleeping entry was traced: the whole sleep
+        assert line["time_ns"] == pytest.approx(slept, rel=0.05)
+    text = run_python(CLI, cwd=tmp_path, args=["report", str(tmp_path / "run")]).stdout
+    assert (
+        f"traced 20 of 500 entries in 1 process; traced entries took {traced['slowdown']:.2f}x"
+        in text
+    )
