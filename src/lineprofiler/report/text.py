@@ -137,7 +137,7 @@ def role_lines(rv: RoleView) -> list[str]:
     w = _name_width([r.label for r in rv.top_level])
     for r in rv.top_level:
         out.append(f"{r.label:<{w}}{fmt_share(r.share):>6}{fmt_duration(r.time_ns):>13}")
-    if rv.dominant:
+    if rv.dominant or rv.lines:
         out += [""] + dominant_lines(rv)
     if rv.iterations is not None:
         out += [""] + iteration_lines(rv.iterations)
