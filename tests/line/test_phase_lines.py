@@ -542,3 +542,24 @@ def test_record_lines_sets_the_environment_every_process_reads(tmp_path):
         timeout=60,
     )
     assert bad.returncode == 2 and "lines-entries" in bad.stderr
+
+
+def test_composes_with_sample_every_entry_traced_and_counted(tmp_path, monkeypatch):
+    root = make_project(tmp_path)
+    monkeypatch.chdir(root)
+    mod = load_module(
+        root / "c.py", "def f(n):\n    s = 0\n    for i in range(n):\n        s += i\n"
+    )
+    run_dir = tmp_path / "run"
+    p = _profiler(run_dir, lines="step", lines_entries=None)
+    try:
+        for _ in range(30):
+            with p.phase("step", sample=0.1):  # 1 entry in 10 timed; every one traced
+                mod.f(40)
+    finally:
+        p.close()
+    (doc,) = _sidecars(run_dir)
+    (ph,) = doc["phases"]
+    assert ph["traced_entries"] == 30 and ph["entries"] == 30
+    assert _line_hits(doc, "s += i") == 30 * 40
+    assert p.merged_tree()[("step",)].calls == 30
