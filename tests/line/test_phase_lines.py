@@ -563,3 +563,25 @@ def test_composes_with_sample_every_entry_traced_and_counted(tmp_path, monkeypat
     assert ph["traced_entries"] == 30 and ph["entries"] == 30
     assert _line_hits(doc, "s += i") == 30 * 40
     assert p.merged_tree()[("step",)].calls == 30
+
+
+def test_a_link_planted_at_the_sidecar_is_replaced_never_followed(tmp_path, monkeypatch):
+    from lineprofiler.runfile.layout import lines_path
+
+    root = make_project(tmp_path)
+    monkeypatch.chdir(root)
+    mod = load_module(root / "k.py", "def f():\n    z = 3\n    return z\n")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched")
+    p = _profiler(tmp_path / "run", lines="step", lines_entries=None)
+    try:
+        with p.phase("step"):
+            mod.f()
+        assert p.worker_path is not None
+        target = lines_path(p.worker_path)
+        target.symlink_to(victim)
+    finally:
+        p.close()
+    assert victim.read_text() == "untouched"
+    assert target.is_file() and not target.is_symlink()
+    assert _line_hits(json.loads(target.read_text()), "z = 3") == 1
