@@ -585,3 +585,23 @@ def test_a_link_planted_at_the_sidecar_is_replaced_never_followed(tmp_path, monk
     assert victim.read_text() == "untouched"
     assert target.is_file() and not target.is_symlink()
     assert _line_hits(json.loads(target.read_text()), "z = 3") == 1
+
+
+def test_a_requested_phase_inside_a_traced_one_is_counted_in_the_outer(tmp_path, monkeypatch):
+    root = make_project(tmp_path)
+    monkeypatch.chdir(root)
+    mod = load_module(root / "n.py", "def g():\n    w = 4\n    return w\n")
+    run_dir = tmp_path / "run"
+    p = _profiler(run_dir, lines=["outer", "inner"], lines_entries=None)
+    try:
+        for _ in range(3):
+            with p.phase("outer"), p.phase("inner"):
+                mod.g()
+    finally:
+        p.close()
+    (doc,) = _sidecars(run_dir)
+    by_path = {ph["path"]: ph for ph in doc["phases"]}
+    assert by_path["outer"]["traced_entries"] == 3
+    assert by_path["outer/inner"]["traced_entries"] == 0
+    assert by_path["outer/inner"]["skipped_entries"] == 3  # one tracer at a time: the outer's
+    assert _line_hits({"phases": [by_path["outer"]]}, "w = 4") == 3
