@@ -542,3 +542,66 @@ def test_record_lines_sets_the_environment_every_process_reads(tmp_path):
         timeout=60,
     )
     assert bad.returncode == 2 and "lines-entries" in bad.stderr
+
+
+def test_composes_with_sample_every_entry_traced_and_counted(tmp_path, monkeypatch):
+    root = make_project(tmp_path)
+    monkeypatch.chdir(root)
+    mod = load_module(
+        root / "c.py", "def f(n):\n    s = 0\n    for i in range(n):\n        s += i\n"
+    )
+    run_dir = tmp_path / "run"
+    p = _profiler(run_dir, lines="step", lines_entries=None)
+    try:
+        for _ in range(30):
+            with p.phase("step", sample=0.1):  # 1 entry in 10 timed; every one traced
+                mod.f(40)
+    finally:
+        p.close()
+    (doc,) = _sidecars(run_dir)
+    (ph,) = doc["phases"]
+    assert ph["traced_entries"] == 30 and ph["entries"] == 30
+    assert _line_hits(doc, "s += i") == 30 * 40
+    assert p.merged_tree()[("step",)].calls == 30
+
+
+def test_a_link_planted_at_the_sidecar_is_replaced_never_followed(tmp_path, monkeypatch):
+    from lineprofiler.runfile.layout import lines_path
+
+    root = make_project(tmp_path)
+    monkeypatch.chdir(root)
+    mod = load_module(root / "k.py", "def f():\n    z = 3\n    return z\n")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched")
+    p = _profiler(tmp_path / "run", lines="step", lines_entries=None)
+    try:
+        with p.phase("step"):
+            mod.f()
+        assert p.worker_path is not None
+        target = lines_path(p.worker_path)
+        target.symlink_to(victim)
+    finally:
+        p.close()
+    assert victim.read_text() == "untouched"
+    assert target.is_file() and not target.is_symlink()
+    assert _line_hits(json.loads(target.read_text()), "z = 3") == 1
+
+
+def test_a_requested_phase_inside_a_traced_one_is_counted_in_the_outer(tmp_path, monkeypatch):
+    root = make_project(tmp_path)
+    monkeypatch.chdir(root)
+    mod = load_module(root / "n.py", "def g():\n    w = 4\n    return w\n")
+    run_dir = tmp_path / "run"
+    p = _profiler(run_dir, lines=["outer", "inner"], lines_entries=None)
+    try:
+        for _ in range(3):
+            with p.phase("outer"), p.phase("inner"):
+                mod.g()
+    finally:
+        p.close()
+    (doc,) = _sidecars(run_dir)
+    by_path = {ph["path"]: ph for ph in doc["phases"]}
+    assert by_path["outer"]["traced_entries"] == 3
+    assert by_path["outer/inner"]["traced_entries"] == 0
+    assert by_path["outer/inner"]["skipped_entries"] == 3  # one tracer at a time: the outer's
+    assert _line_hits({"phases": [by_path["outer"]]}, "w = 4") == 3

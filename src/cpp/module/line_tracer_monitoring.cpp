@@ -3,7 +3,8 @@
 // Callbacks are registered under tool id 4 (else 3; never 0 debugger, 1 coverage, 2 profiler,
 // 5 optimizer) named "lineprofiler". Callbacks of code outside the project return
 // sys.monitoring.DISABLE, so such code costs nothing after its first event at each location.
-// sys.monitoring is process-wide: every thread's project code is traced while the block is active.
+// sys.monitoring is process-wide: every thread's project code is traced while the block is active;
+// under enable(thread_only=True) (a phase's lines) other threads' (tasks') events are ignored.
 #include <string>
 
 #include "module/line_tracer_state.h"

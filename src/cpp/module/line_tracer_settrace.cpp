@@ -6,7 +6,9 @@
 // generators instead, by weak reference, is unsafe: a generator closed by its deallocation resumes
 // after its weak references were cleared, and one made then outlives it.) Every thread is
 // traced: those running at enable through _PyEval_SetTrace, those started in the block through
-// threading.settrace (g_thread_hook_def). At disable the function is removed from every thread.
+// threading.settrace (g_thread_hook_def). Under enable(thread_only=True) (a phase's lines) only the
+// enabling thread gets the function, and with task_only its other contexts' events are ignored. At
+// disable the function is removed from every thread.
 #include <algorithm>
 #include <vector>
 

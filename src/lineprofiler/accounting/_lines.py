@@ -242,7 +242,7 @@ class PhaseLines:
                 return scope
         else:
             req = reqs[0]
-        return _TracedEntry(self, req, scope)
+        return _TracedEntry(self, name, req, scope)
 
     def path_lines(self, path: tuple[str, ...], requested: str) -> _PathLines:
         pl = self._paths.get(path)
@@ -417,20 +417,27 @@ def _in_task() -> bool:
 class _TracedEntry:
     """A chosen entry: the phase's scope, with its path's tracer on this thread inside it."""
 
-    __slots__ = ("_lines", "_pl", "_req", "_scope", "_t0")
+    __slots__ = ("_lines", "_name", "_pl", "_req", "_scope", "_t0")
 
-    def __init__(self, lines: PhaseLines, req: str, scope: Any) -> None:
+    def __init__(self, lines: PhaseLines, name: str, req: str, scope: Any) -> None:
         self._lines = lines
+        self._name = name
         self._req = req
         self._scope = scope
         self._pl: _PathLines | None = None
         self._t0 = 0
 
     def __enter__(self) -> Any:
-        out = self._scope.__enter__()
         lines = self._lines
+        # the path before entering: an entry sample= does not measure is on no stack
         try:
-            path = tuple(lines._rec._open_path())
+            path: tuple[str, ...] | None = (*lines._rec._open_path(), self._name)
+        except Exception:
+            path = None
+        out = self._scope.__enter__()
+        if path is None:
+            return out
+        try:
             pl = lines.path_lines(path, self._req)
             if lines.closed or pl.tracer.active:
                 return out
