@@ -48,6 +48,8 @@ BAD_DOCS = {
     "empty path part": _bad(lambda d: d["phases"][0].update(path="iteration//x")),
     "pid negative": _bad(lambda d: d.update(pid=-4)),
     "overhead negative": _bad(lambda d: d.update(overhead_ns_per_event={"line": -1.0})),
+    "overhead beyond any float": _bad(lambda d: d.update(overhead_ns_per_event={"line": 10**400})),
+    "overhead a string": _bad(lambda d: d.update(overhead_ns_per_event={"line": "1"})),
 }
 
 

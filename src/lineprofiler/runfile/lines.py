@@ -122,8 +122,12 @@ def _overhead(v: Any) -> dict[str, float] | None:
         return None
     out = {}
     for k, x in _obj(v, "overhead_ns_per_event").items():
-        if type(x) not in (int, float) or not math.isfinite(x) or x < 0 or x > INT64_MAX:
-            raise LinesFileError(f"overhead_ns_per_event.{k}: not a non-negative number")
+        # an int is compared as it is (10**400 has no float), a float must be finite
+        ok = (type(x) is int and 0 <= x <= INT64_MAX) or (
+            type(x) is float and math.isfinite(x) and 0 <= x <= INT64_MAX
+        )
+        if not ok:
+            raise LinesFileError(f"overhead_ns_per_event.{str(k)[:40]}: not a number in range")
         out[k] = float(x)
     return out
 
