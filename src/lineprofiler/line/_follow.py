@@ -263,19 +263,49 @@ def _may_be_in_scope(filename: str, config: dict[str, Any]) -> bool:
 def _arm_exit() -> None:
     atexit.register(_finish)
     try:
+        from lineprofiler import _signal_guard
+
         if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            # Python's SIG_DFL may hide a library's C handler (installed outside Python, as
+            # torch's DataLoader worker does): keep it, to call after saving (_die).
+            _signal_guard.note_foreign(signal.SIGTERM)
             signal.signal(signal.SIGTERM, _on_sigterm)
         if signal.getsignal(signal.SIGTERM) is _on_sigterm:
             # A SIGTERM landing just before the main thread blocks (a Pool worker waiting for a
             # task) would leave the handler unrun and Pool.terminate() waiting forever.
-            from lineprofiler import _signal_guard
-
             _signal_guard.guard(signal.SIGTERM)
     except (ValueError, OSError):  # not the main thread
         pass
+    _cooperate_with_torch()
     mp_util = sys.modules.get("multiprocessing.util")
     if mp_util is not None:  # a multiprocessing child ends with os._exit after its finalizers
         mp_util.Finalize(None, _finish, exitpriority=-1000)
+
+
+def _cooperate_with_torch() -> None:
+    """A torch DataLoader worker installs a C SIGTERM handler over ours at the start of its loop
+    (it ends the worker at once, saving nothing): when torch's data loading is loaded, ours goes
+    back in front right after that set-up, keeping torch's to call after saving (_die)."""
+    if "torch.utils.data._utils.signal_handling" not in sys.modules:
+        return
+    try:
+        from lineprofiler.accounting import _torch_worker
+
+        _torch_worker.cooperate(_reclaim_sigterm)
+    except Exception:  # never break the child
+        pass
+
+
+def _reclaim_sigterm() -> None:
+    try:
+        from lineprofiler import _signal_guard
+
+        if signal.getsignal(signal.SIGTERM) is _on_sigterm and _signal_guard.note_foreign(
+            signal.SIGTERM
+        ):
+            _signal_guard.guard(signal.SIGTERM)  # ours in front of the library's again
+    except (ValueError, OSError):  # not the main thread
+        pass
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
@@ -290,6 +320,12 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _die() -> None:
+    """SIGTERM's action once this child saved: a library's C handler that Python's SIG_DFL hid
+    (kept by _arm_exit) has the last word, as it would have had without us; else the default."""
+    from lineprofiler import _signal_guard
+
+    if _signal_guard.call_foreign(signal.SIGTERM):
+        return  # the library's handler ran and did not end the process: neither do we
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGTERM)
 
@@ -336,9 +372,14 @@ def _after_fork_in_child() -> None:
 def _rearm_finalizer() -> None:
     mp_util = sys.modules.get("multiprocessing.util")
     if mp_util is not None:  # multiprocessing clears its finalizers in the child: re-arm after
-        mp_util.register_after_fork(
-            _token, lambda _obj: mp_util.Finalize(None, _finish, exitpriority=-1000)
-        )
+        mp_util.register_after_fork(_token, _after_multiprocessing_fork)
+
+
+def _after_multiprocessing_fork(_obj: Any) -> None:
+    mp_util = sys.modules["multiprocessing.util"]
+    mp_util.Finalize(None, _finish, exitpriority=-1000)
+    # A spawned DataLoader worker has loaded torch by now (unpickling its process object).
+    _cooperate_with_torch()
 
 
 def _register_fork_hook() -> None:
