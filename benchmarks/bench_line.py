@@ -10,7 +10,8 @@ Measures (best of interleaved rounds, so machine noise hits all variants alike):
     workload / its untraced run time, raw and with the calibrated per-event cost subtracted;
   * an in-project line calling outside-project Python: block time traced / untraced;
   * the tight loop's printed / untraced time in P fresh processes (each calibrates on its own,
-    as a user's does): median and range over all their blocks (the floor: never below 1.0x);
+    as a user's does): median and range over the processes of each one's best block (the
+    floor: never below 1.0x);
   * a followed child process.
 
 ``--hogs K`` runs all of it beside K busy processes started here (``while True: pass``), the
@@ -152,7 +153,9 @@ print(json.dumps([p / best_plain for p in printed]))
 
 def _tight_in_processes(root: Path, processes: int, blocks: int) -> dict:
     """printed / untraced time of a tight loop, over `blocks` blocks in each of `processes` fresh
-    processes (each process calibrates on its own)."""
+    processes (each process calibrates on its own): the median and range over the processes of
+    each one's best block (its calibration's over-statement: a block a preemption hit is
+    slower, not truer; under two hogs a 1 ms block is hit often), the smallest being the floor."""
     import statistics
     import subprocess
 
@@ -161,7 +164,7 @@ def _tight_in_processes(root: Path, processes: int, blocks: int) -> dict:
         "    return total\n"
     )
     ratios: list[float] = []
-    per_process: list[float] = []
+    per_process: list[float] = []  # each process's best block (one a preemption missed)
     for _ in range(processes):
         out = subprocess.run(
             [sys.executable, "-c", TIGHT_CHILD, str(root), str(blocks)],
@@ -171,14 +174,15 @@ def _tight_in_processes(root: Path, processes: int, blocks: int) -> dict:
         ).stdout
         got = json.loads(out.strip().splitlines()[-1])
         ratios += got
-        per_process.append(statistics.median(got))
+        per_process.append(min(got))
     return {
         "processes": processes,
         "blocks": len(ratios),
-        "median": statistics.median(ratios),
-        "min": min(ratios),
-        "max": max(ratios),
-        "process_medians": sorted(per_process),
+        "median": statistics.median(per_process),
+        "min": min(per_process),
+        "max": max(per_process),
+        "process_best": sorted(per_process),
+        "all_blocks_median": statistics.median(ratios),
     }
 
 
@@ -204,6 +208,10 @@ def main(argv=None) -> int:
         "--processes", type=int, default=8, help="fresh processes for the tight-loop truth rows"
     )
     args = ap.parse_args(argv)
+    import signal
+
+    # ended by a signal (a timeout's SIGTERM), the hogs still go with us
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     hogs = _start_hogs(args.hogs)
     try:
         return _main(args)
@@ -354,7 +362,7 @@ def _main(args) -> int:
         results["line_calling_outside"] = _line_calling_outside(v, inside, outside, args.rounds)
 
         # 3b. the tight loop's printed / untraced time in fresh processes
-        results["tight_loop_processes"] = _tight_in_processes(root, args.processes, 4)
+        results["tight_loop_processes"] = _tight_in_processes(root, args.processes, 6)
 
         # 4. a followed child process that traces nothing (lineprofiler run's children)
         results["followed_child"] = _followed_child(v.ours, max(5, args.rounds // 3))
@@ -402,8 +410,10 @@ def _main(args) -> int:
     )
     q = r["tight_loop_processes"]
     print(
-        f"\n3b. tight loop(5000), printed / untraced, {q['blocks']} blocks in {q['processes']} "
-        f"fresh processes: median {q['median']:.2f}x (min {q['min']:.2f}x, max {q['max']:.2f}x)"
+        f"\n3b. tight loop(5000), printed / untraced, best of {q['blocks'] // q['processes']} blocks "
+        f"in each of {q['processes']} fresh processes: median {q['median']:.2f}x "
+        f"(min {q['min']:.2f}x, max {q['max']:.2f}x; all blocks' median "
+        f"{q['all_blocks_median']:.2f}x)"
     )
     f = r["followed_child"]
     print(

@@ -16,17 +16,18 @@ the real cost of a line callback, even on a busy machine:
   batch escaped cannot raise it;
 * that measurement is repeated (at most ``MAX_CALIBRATIONS`` times per process, once by each
   profiler, at its first read) and the smallest value seen is kept;
-* only ``SAFETY`` (90%) of it is used, since a calibration run on a contended core can still be
-  slower than the block it is applied to (80% before issue 35: beside two CPU hogs, the smallest
-  paired estimate came out at 0.78-0.99x the cost a tight loop's block paid on 3.11, so 90%
-  keeps every block at or above its untraced time while printing it 1.7-2.5x instead of
-  2.1-2.5x; the earlier "up to 15% dearer in the calibration" on 3.13 came with a minimum-of-24
-  share, see below);
+* only ``SAFETY`` of it is used, since a calibration run on a contended core can still be
+  slower than the block it is applied to, and a process can see its calibration loop's lines
+  cost more than the same loop's in the block (up to 15% on 3.13 beside two CPU hogs, measured
+  in every calibration of that process: a margin of 10% let such a process print 0.93x a tight
+  loop's untraced time). That is 80% on sys.monitoring (3.12+) and 90% on settrace (3.11), where
+  beside two CPU hogs this estimate came out at 0.78-1.00x what a tight loop's block paid (in 14
+  processes, issue 35) and the tracer's cost is ~4x the loop's own time, so every point of
+  margin shows in the printed time;
 * :func:`capped` re-checks it against the block's own raw times: a calibration taken while the
-  machine was slower than during the block is scaled down to the block's own speed, through the
-  tracer's share of a cheap line's interval, taken as the median over the calibration's batches
-  (the smallest of 24 picked the batch whose untraced neighbours were slowest, and capped a
-  tight loop's cost at ~0.85x its true cost even when nothing was slower).
+  machine was slower than during the block is scaled down to the block's own speed. (Its share
+  stays the smallest over the batches: the median came out at up to 1.09x a 3.12 tight loop's
+  true cost, too close to be a safety net.)
 
 The calibration runs with the profile hook of another profiler (cProfile, ...) suspended, so it
 never shows in the user's profile, and costs a few milliseconds. LINEPROFILER_LINE_OVERHEAD_NS=
@@ -45,7 +46,8 @@ from dataclasses import dataclass, replace
 
 from lineprofiler import _core
 
-SAFETY = 0.9
+# settrace (3.11): 90%; sys.monitoring (3.12+): 80% (see the module doc)
+SAFETY = 0.9 if _core.LINE_TRACER_MECHANISM == "settrace" else 0.8
 MAX_CALIBRATIONS = 5
 BATCH = 400  # iterations of the calibration loop per timed run
 ROUNDS = 24  # interleaved (untraced, traced) runs per calibration
@@ -102,8 +104,7 @@ def _once(tracer) -> tuple[float, float] | None:
     traced = None
     events = 0
     best_cheapest = None  # the cheapest line interval of the best traced batch
-    paired_ns = None
-    pair_shares: list[float] = []  # each traced batch's paired cost / its cheapest line interval
+    paired_ns = paired_share = None
     before = _plain_ns()
     plain = before
     for _ in range(ROUNDS):
@@ -131,7 +132,8 @@ def _once(tracer) -> tuple[float, float] | None:
         pair = max(0.0, (t - pair_plain) / n)
         paired_ns = pair if paired_ns is None else min(paired_ns, pair)
         if cheapest:
-            pair_shares.append(pair / cheapest)
+            pair_share = pair / cheapest
+            paired_share = pair_share if paired_share is None else min(paired_share, pair_share)
         if traced is None or t < traced:
             traced = t
             best_cheapest = cheapest
@@ -139,10 +141,8 @@ def _once(tracer) -> tuple[float, float] | None:
         return None
     line_ns = min(max(0.0, (traced - plain) / events), paired_ns)
     shares = [1.0, line_ns / best_cheapest if best_cheapest else 1.0]
-    if pair_shares:
-        # the median batch: a ratio of two times of the same batch, which a uniform slowdown
-        # leaves unchanged (the smallest of 24 is the one whose untraced neighbours ran slowest)
-        shares.append(sorted(pair_shares)[len(pair_shares) // 2])
+    if paired_share is not None:
+        shares.append(paired_share)
     return line_ns, min(shares)
 
 
