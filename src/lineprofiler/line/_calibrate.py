@@ -21,7 +21,7 @@ the real cost of a line callback, even on a busy machine:
   cost more than the same loop's in the block (up to 15% on 3.13 beside two CPU hogs, measured
   in every calibration of that process: a margin of 10% let such a process print 0.93x a tight
   loop's untraced time). That is 80% on sys.monitoring (3.12+) and 90% on settrace (3.11), where
-  beside two CPU hogs this estimate came out at 0.78-1.00x what a tight loop's block paid (in 14
+  beside two CPU hogs this estimate came out at 0.78-1.00x what a tight loop's block paid (in 27
   processes, issue 35) and the tracer's cost is ~4x the loop's own time, so every point of
   margin shows in the printed time;
 * :func:`capped` re-checks it against the block's own raw times: a calibration taken while the
