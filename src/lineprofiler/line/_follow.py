@@ -378,7 +378,9 @@ def _rearm_finalizer() -> None:
 def _after_multiprocessing_fork(_obj: Any) -> None:
     mp_util = sys.modules["multiprocessing.util"]
     mp_util.Finalize(None, _finish, exitpriority=-1000)
-    # A spawned DataLoader worker has loaded torch by now (unpickling its process object).
+    # (a forked child of a process that loaded torch after arming; multiprocessing runs no
+    # after-fork callbacks in a spawned child, whose torch loads after its wake-up: a spawned
+    # DataLoader worker still ends by torch's handler with nothing saved)
     _cooperate_with_torch()
 
 
