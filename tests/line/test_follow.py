@@ -288,13 +288,12 @@ if __name__ == "__main__":
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["fork"])
+@pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_torch_dataloader_workers_ended_by_torchs_sigterm_handler_still_save(tmp_path, method):
     """torch's worker set-up puts its C SIGTERM handler over ours: without taking ours back in
     front (keeping torch's to call after saving), the workers' lines were lost. Ground truth: the
-    loader hands out its 8 samples, each __getitem__ run in a worker. (Not yet for spawn: a
-    spawned worker wakes before it imports torch, and multiprocessing runs no after-fork
-    callback there to take ours back after torch's set-up.)"""
+    loader hands out its 8 samples, each __getitem__ run in a worker. (A spawned worker wakes
+    before it imports torch: ours goes back in front through an import hook.)"""
     pytest.importorskip("torch")
     root = make_project(tmp_path)
     (root / "main.py").write_text(TORCH_LOADER)

@@ -282,11 +282,17 @@ def _arm_exit() -> None:
         mp_util.Finalize(None, _finish, exitpriority=-1000)
 
 
+_TORCH_SIGNALS = "torch.utils.data._utils.signal_handling"
+
+
 def _cooperate_with_torch() -> None:
     """A torch DataLoader worker installs a C SIGTERM handler over ours at the start of its loop
     (it ends the worker at once, saving nothing): when torch's data loading is loaded, ours goes
-    back in front right after that set-up, keeping torch's to call after saving (_die)."""
-    if "torch.utils.data._utils.signal_handling" not in sys.modules:
+    back in front right after that set-up, keeping torch's to call after saving (_die); when it
+    is not loaded yet (a spawned worker wakes before it imports torch), right after it loads."""
+    if _TORCH_SIGNALS not in sys.modules:
+        if _TorchSignalsFinder not in sys.meta_path:
+            sys.meta_path.insert(0, _TorchSignalsFinder)  # type: ignore[arg-type]
         return
     try:
         from lineprofiler.accounting import _torch_worker
@@ -294,6 +300,41 @@ def _cooperate_with_torch() -> None:
         _torch_worker.cooperate(_reclaim_sigterm)
     except Exception:  # never break the child
         pass
+
+
+class _TorchSignalsFinder:
+    """On sys.meta_path until torch's DataLoader signal module is imported: finds it with the
+    finders after it and has its loader call _cooperate_with_torch() once it has run."""
+
+    @staticmethod
+    def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
+        if name != _TORCH_SIGNALS:
+            return None
+        try:
+            sys.meta_path.remove(_TorchSignalsFinder)  # type: ignore[arg-type]
+        except ValueError:
+            pass
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        exec_module = getattr(loader, "exec_module", None)
+        if exec_module is None:
+            return spec
+
+        def exec_then_cooperate(module: Any) -> None:
+            exec_module(module)
+            _cooperate_with_torch()
+
+        try:
+            loader.exec_module = exec_then_cooperate  # this spec's own loader
+        except (AttributeError, TypeError):
+            pass
+        return spec
 
 
 def _reclaim_sigterm() -> None:
@@ -379,8 +420,7 @@ def _after_multiprocessing_fork(_obj: Any) -> None:
     mp_util = sys.modules["multiprocessing.util"]
     mp_util.Finalize(None, _finish, exitpriority=-1000)
     # (a forked child of a process that loaded torch after arming; multiprocessing runs no
-    # after-fork callbacks in a spawned child, whose torch loads after its wake-up: a spawned
-    # DataLoader worker still ends by torch's handler with nothing saved)
+    # after-fork callbacks in a spawned child: there _TorchSignalsFinder does it)
     _cooperate_with_torch()
 
 
