@@ -221,3 +221,90 @@ def test_a_sigterm_the_main_thread_was_not_woken_for_still_ends_a_followed_child
     proc, took_s = run_sleeping_through_a_signal(code, cwd=tmp_path)
     assert proc.returncode == -15, (proc.returncode, proc.stdout, proc.stderr)
     assert took_s < GUARDED_WITHIN_S, took_s
+
+
+# A library's C SIGTERM handler installed outside Python (Python still reports SIG_DFL), as
+# torch's DataLoader worker does: here libc's _exit itself, so the exit status says whether it
+# ran (15 from _exit(15); the default action would end the child by the signal, -15).
+LIBRARY_HANDLER_CHILD = """
+import ctypes, os, signal, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.signal.restype = ctypes.c_void_p
+libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+exit_now = ctypes.cast(libc._exit, ctypes.c_void_p)
+assert libc.signal(signal.SIGTERM, exit_now) is None  # was SIG_DFL
+assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # Python does not know of it
+import tasks  # code in scope: the tracer starts, and its SIGTERM handler goes in
+tasks.task(30)
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(30)
+print("not reached")
+"""
+
+
+def test_a_library_sigterm_handler_under_python_runs_after_a_followed_child_saved(tmp_path):
+    root = make_project(tmp_path)
+    (root / "tasks.py").write_text(TASKS)
+    (root / "main.py").write_text(
+        "import subprocess, sys\n"
+        f"proc = subprocess.run([sys.executable, '-c', {LIBRARY_HANDLER_CHILD!r}])\n"
+        "print('child exit', proc.returncode)\n"
+    )
+    out = tmp_path / "o.json"
+    proc = run_python(CLI, cwd=root, args=["run", "--json", str(out), "main.py"])
+    assert "child exit 15" in proc.stdout, (proc.stdout, proc.stderr)  # the library's handler
+    doc = json.loads(out.read_text())
+    assert doc["processes"] == 2  # the child saved its statistics first
+    assert _loop_hits(doc, "task") == 30
+
+
+TORCH_LOADER = """
+import multiprocessing
+import sys
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Samples(Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        value = i * 2
+        return torch.tensor([value])
+
+
+if __name__ == "__main__":
+    loader = DataLoader(Samples(), batch_size=2, num_workers=2,
+                        multiprocessing_context=sys.argv[1], persistent_workers=True)
+    print("seen", sum(len(batch) for batch in loader))
+    # the parent SIGTERMs its persistent workers (as multiprocessing's exit handler does to a
+    # loader alive at exit), and torch's own SIGTERM handler ends each at once (_exit(0))
+    for worker in multiprocessing.active_children():
+        worker.terminate()
+        worker.join()
+        print("exitcode", worker.exitcode)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_torch_dataloader_workers_ended_by_torchs_sigterm_handler_still_save(tmp_path, method):
+    """torch's worker set-up puts its C SIGTERM handler over ours: without taking ours back in
+    front (keeping torch's to call after saving), the workers' lines were lost. Ground truth: the
+    loader hands out its 8 samples, each __getitem__ run in a worker. (A spawned worker wakes
+    before it imports torch: ours goes back in front through an import hook.)"""
+    pytest.importorskip("torch")
+    root = make_project(tmp_path)
+    (root / "main.py").write_text(TORCH_LOADER)
+    out = tmp_path / "o.json"
+    proc = run_python(
+        CLI, cwd=root, args=["run", "--json", str(out), "main.py", method], timeout=300
+    )
+    assert "seen 8" in proc.stdout, (proc.stdout, proc.stderr)
+    assert proc.stdout.count("exitcode 0") == 2  # torch's handler ended them, after ours
+    doc = json.loads(out.read_text())
+    (fn,) = [f for f in doc["functions"] if f["function"] == "Samples.__getitem__"]
+    hits = next(row["hits"] for row in fn["lines"] if row["source"].strip() == "value = i * 2")
+    assert hits == 8
+    assert doc["processes"] == 3  # the parent and both workers

@@ -16,13 +16,18 @@ the real cost of a line callback, even on a busy machine:
   batch escaped cannot raise it;
 * that measurement is repeated (at most ``MAX_CALIBRATIONS`` times per process, once by each
   profiler, at its first read) and the smallest value seen is kept;
-* only ``SAFETY`` (80%) of it is used, since a calibration run on a contended core can still be
+* only ``SAFETY`` of it is used, since a calibration run on a contended core can still be
   slower than the block it is applied to, and a process can see its calibration loop's lines
   cost more than the same loop's in the block (up to 15% on 3.13 beside two CPU hogs, measured
   in every calibration of that process: a margin of 10% let such a process print 0.93x a tight
-  loop's untraced time);
+  loop's untraced time). That is 80% on sys.monitoring (3.12+) and 90% on settrace (3.11), where
+  beside two CPU hogs this estimate came out at 0.78-1.00x what a tight loop's block paid (in 27
+  processes, issue 35) and the tracer's cost is ~4x the loop's own time, so every point of
+  margin shows in the printed time;
 * :func:`capped` re-checks it against the block's own raw times: a calibration taken while the
-  machine was slower than during the block is scaled down to the block's own speed.
+  machine was slower than during the block is scaled down to the block's own speed. (Its share
+  stays the smallest over the batches: the median came out at up to 1.09x a 3.12 tight loop's
+  true cost, too close to be a safety net.)
 
 The calibration runs with the profile hook of another profiler (cProfile, ...) suspended, so it
 never shows in the user's profile, and costs a few milliseconds. LINEPROFILER_LINE_OVERHEAD_NS=
@@ -41,7 +46,8 @@ from dataclasses import dataclass, replace
 
 from lineprofiler import _core
 
-SAFETY = 0.8
+# settrace (3.11): 90%; sys.monitoring (3.12+): 80% (see the module doc)
+SAFETY = 0.9 if _core.LINE_TRACER_MECHANISM == "settrace" else 0.8
 MAX_CALIBRATIONS = 5
 BATCH = 400  # iterations of the calibration loop per timed run
 ROUNDS = 24  # interleaved (untraced, traced) runs per calibration

@@ -263,19 +263,90 @@ def _may_be_in_scope(filename: str, config: dict[str, Any]) -> bool:
 def _arm_exit() -> None:
     atexit.register(_finish)
     try:
+        from lineprofiler import _signal_guard
+
         if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            # Python's SIG_DFL may hide a library's C handler (installed outside Python, as
+            # torch's DataLoader worker does): keep it, to call after saving (_die).
+            _signal_guard.note_foreign(signal.SIGTERM)
             signal.signal(signal.SIGTERM, _on_sigterm)
         if signal.getsignal(signal.SIGTERM) is _on_sigterm:
             # A SIGTERM landing just before the main thread blocks (a Pool worker waiting for a
             # task) would leave the handler unrun and Pool.terminate() waiting forever.
-            from lineprofiler import _signal_guard
-
             _signal_guard.guard(signal.SIGTERM)
     except (ValueError, OSError):  # not the main thread
         pass
+    _cooperate_with_torch()
     mp_util = sys.modules.get("multiprocessing.util")
     if mp_util is not None:  # a multiprocessing child ends with os._exit after its finalizers
         mp_util.Finalize(None, _finish, exitpriority=-1000)
+
+
+_TORCH_SIGNALS = "torch.utils.data._utils.signal_handling"
+
+
+def _cooperate_with_torch() -> None:
+    """A torch DataLoader worker installs a C SIGTERM handler over ours at the start of its loop
+    (it ends the worker at once, saving nothing): when torch's data loading is loaded, ours goes
+    back in front right after that set-up, keeping torch's to call after saving (_die); when it
+    is not loaded yet (a spawned worker wakes before it imports torch), right after it loads."""
+    if _TORCH_SIGNALS not in sys.modules:
+        if _TorchSignalsFinder not in sys.meta_path:
+            sys.meta_path.insert(0, _TorchSignalsFinder)  # type: ignore[arg-type]
+        return
+    try:
+        from lineprofiler.accounting import _torch_worker
+
+        _torch_worker.cooperate(_reclaim_sigterm)
+    except Exception:  # never break the child
+        pass
+
+
+class _TorchSignalsFinder:
+    """On sys.meta_path until torch's DataLoader signal module is imported: finds it with the
+    finders after it and has its loader call _cooperate_with_torch() once it has run."""
+
+    @staticmethod
+    def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
+        if name != _TORCH_SIGNALS:
+            return None
+        try:
+            sys.meta_path.remove(_TorchSignalsFinder)  # type: ignore[arg-type]
+        except ValueError:
+            pass
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        exec_module = getattr(loader, "exec_module", None)
+        if exec_module is None:
+            return spec
+
+        def exec_then_cooperate(module: Any) -> None:
+            exec_module(module)
+            _cooperate_with_torch()
+
+        try:
+            loader.exec_module = exec_then_cooperate  # this spec's own loader
+        except (AttributeError, TypeError):
+            pass
+        return spec
+
+
+def _reclaim_sigterm() -> None:
+    try:
+        from lineprofiler import _signal_guard
+
+        if signal.getsignal(signal.SIGTERM) is _on_sigterm and _signal_guard.note_foreign(
+            signal.SIGTERM
+        ):
+            _signal_guard.guard(signal.SIGTERM)  # ours in front of the library's again
+    except (ValueError, OSError):  # not the main thread
+        pass
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
@@ -290,6 +361,12 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _die() -> None:
+    """SIGTERM's action once this child saved: a library's C handler that Python's SIG_DFL hid
+    (kept by _arm_exit) has the last word, as it would have had without us; else the default."""
+    from lineprofiler import _signal_guard
+
+    if _signal_guard.call_foreign(signal.SIGTERM):
+        return  # the library's handler ran and did not end the process: neither do we
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGTERM)
 
@@ -336,9 +413,15 @@ def _after_fork_in_child() -> None:
 def _rearm_finalizer() -> None:
     mp_util = sys.modules.get("multiprocessing.util")
     if mp_util is not None:  # multiprocessing clears its finalizers in the child: re-arm after
-        mp_util.register_after_fork(
-            _token, lambda _obj: mp_util.Finalize(None, _finish, exitpriority=-1000)
-        )
+        mp_util.register_after_fork(_token, _after_multiprocessing_fork)
+
+
+def _after_multiprocessing_fork(_obj: Any) -> None:
+    mp_util = sys.modules["multiprocessing.util"]
+    mp_util.Finalize(None, _finish, exitpriority=-1000)
+    # (a forked child of a process that loaded torch after arming; multiprocessing runs no
+    # after-fork callbacks in a spawned child: there _TorchSignalsFinder does it)
+    _cooperate_with_torch()
 
 
 def _register_fork_hook() -> None:
