@@ -9,6 +9,8 @@ the merge use several processes and ``reduce`` write one summary per host.
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import os
 from array import array
 from collections.abc import Iterable
@@ -17,11 +19,14 @@ from pathlib import Path
 
 from lineprofiler.report.model import MergedPhase, Path_, Unreadable
 from lineprofiler.runfile.layout import THREADS_MARK, run_id_from_name
+from lineprofiler.runfile.safe_read import UnsafeFile, read_regular
 from lineprofiler.runfile.stats import merged_extremes
 from lineprofiler.runfile.worker_doc import (
+    MAX_WORKER_BYTES,
     PhaseRecord,
     Worker,
     WorkerFileError,
+    decode_worker_doc,
     load_worker_doc,
     read_worker,
 )
@@ -166,20 +171,96 @@ class Folded:
             self.unreadable.setdefault(key, []).extend(bad)
 
 
-def fold_files(root: Path, files: Iterable[Path], with_samples: bool) -> Folded:
-    """Parses, checks and folds worker files one at a time (bounded memory)."""
+class DocCache:
+    """Checked worker documents kept between merges of one run directory (``top``, ``serve``).
+
+    A refresh still reads every worker file (through ``safe_read``, as the merge does), but a file
+    whose bytes and modification time are those of a document already checked is not parsed and
+    checked again: its ``Worker`` (copied: the merge annotates it) and records are reused. The key
+    is the file's *content* (a BLAKE2b digest of the bytes just read) with its path and mtime (the
+    check clamps ``written_at`` to the mtime), never its inode, size or times alone: a file
+    rewritten in place with the same size and mtime, or on a network filesystem whose attributes
+    lag, is parsed again as soon as one byte differs. Unusable files are never kept (they are
+    checked again each time). Memory: one entry per file seen by the last merge (the others are
+    dropped after each merge), and at most ``MAX_RECORDS`` phase records in all (files beyond
+    that are parsed each time).
+    """
+
+    MAX_RECORDS = 1 << 18  # ~60 MB of records at worst; 1,024 workers of 64 paths use a quarter
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[bytes, int, Worker, list[PhaseRecord], object]] = {}
+        self._seen: set[str] = set()
+        self._records = 0
+        self.hits = 0  # files reused by the last merge
+        self.misses = 0  # files parsed and checked by the last merge
+
+    def begin(self) -> None:
+        """Starts a merge: counts from zero, and remembers which files it reads."""
+        self._seen = set()
+        self.hits = self.misses = 0
+
+    def end(self) -> None:
+        """Ends a merge: entries of files it did not read are dropped (files gone, or renamed)."""
+        for k in [k for k in self._entries if k not in self._seen]:
+            self._drop(k)
+
+    def _drop(self, key: str) -> None:
+        got = self._entries.pop(key, None)
+        if got is not None:
+            self._records -= len(got[3])
+
+    def load(
+        self, root: Path, f: Path, rel: str, with_samples: bool
+    ) -> tuple[Worker, list[PhaseRecord], object]:
+        """``(worker, records, samples)`` of file ``f`` (``rel`` below the run directory
+        ``root``), checked now or reused; ``WorkerFileError`` when it cannot be used."""
+        file = os.fspath(f)
+        self._seen.add(file)
+        try:
+            data = read_regular(f, MAX_WORKER_BYTES, root)
+            mtime_ns = os.stat(file).st_mtime_ns
+        except (UnsafeFile, OSError) as exc:
+            self._drop(file)
+            raise WorkerFileError(f"cannot read it ({exc})") from None
+        digest = hashlib.blake2b(data, digest_size=20).digest()
+        got = self._entries.get(file)
+        if got is not None and got[0] == digest and got[1] == mtime_ns:
+            if got[4] is not None or not with_samples:  # (kept without its samples: read again)
+                self.hits += 1
+                return copy.copy(got[2]), got[3], got[4] if with_samples else None
+        self._drop(file)
+        self.misses += 1
+        doc = decode_worker_doc(data)
+        w, records = read_worker(doc, rel, file)
+        samples = doc.samples if with_samples else None
+        if self._records + len(records) <= self.MAX_RECORDS:
+            # samples None: not wanted, or the document has none (then read again if wanted)
+            self._entries[file] = (digest, mtime_ns, copy.copy(w), records, samples)
+            self._records += len(records)
+        return w, records, samples
+
+
+def fold_files(
+    root: Path, files: Iterable[Path], with_samples: bool, cache: DocCache | None = None
+) -> Folded:
+    """Parses, checks and folds worker files one at a time (bounded memory); with ``cache``,
+    files unchanged since it last read them are not parsed again."""
     out = Folded()
     for f in files:
         rel = f.relative_to(root).as_posix()
         name_id = run_id_from_name(f.name) or ""
         try:
-            doc = load_worker_doc(f, within=root)
-            w, records = read_worker(doc, rel, os.fspath(f))
+            if cache is not None:
+                w, records, samples = cache.load(root, f, rel, with_samples)
+            else:
+                doc = load_worker_doc(f, within=root)
+                w, records = read_worker(doc, rel, os.fspath(f))
+                samples = doc.samples if with_samples else None
+                del doc
         except WorkerFileError as exc:
             out.unreadable.setdefault(name_id, []).append(Unreadable(rel, str(exc)))
             continue
-        samples = doc.samples if with_samples else None
-        del doc
         key = w.run_id or name_id
         part = out.partials.get(key)
         if part is None:

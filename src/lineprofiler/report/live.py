@@ -1,8 +1,9 @@
 """``lineprofiler top``: a live view of a run in progress, re-merged every interval.
 
 Each refresh is one streaming ``merge_run(with_samples=False)`` of the worker files (which the
-profilers rewrite every ``snapshot_interval_s``), folded in this process unless
-``$LINEPROFILER_REPORT_JOBS`` is set, plus the tail of each sampler sidecar
+profilers rewrite every ``snapshot_interval_s``), folded in this process (where a file whose bytes
+did not change since the last refresh is read but not parsed and checked again:
+``report.fold.DocCache``) unless ``$LINEPROFILER_REPORT_JOBS`` is set, plus the tail of each sampler sidecar
 (``report.timeline.recent``), so it needs no server and works on a shared filesystem across nodes.
 
 Numbers per role and dominant phase, *last* (between the two newest snapshots seen: while no
@@ -30,6 +31,7 @@ import sys
 import time
 from typing import TextIO
 
+from lineprofiler.report.fold import DocCache
 from lineprofiler.report.merge import RunError, merge_run, stale_after_s
 from lineprofiler.report.model import MergedRun, Path_, Worker
 from lineprofiler.report.parallel import ENV_JOBS
@@ -224,6 +226,9 @@ def run_top(
     # One process: a refresh re-folds small files often, and starting interpreters every
     # interval cost 4x more on 1,024 workers (benchmarks/bench_top.py); the variable overrides.
     jobs = None if os.environ.get(ENV_JOBS, "").strip() else 1
+    # In this process, files whose bytes did not change since the last refresh are not parsed
+    # again (report.fold.DocCache: keyed by their content; a refresh reads every file still).
+    cache = DocCache() if jobs == 1 else None
     # The *last* columns: from the snapshot before the newest write to the newest one (kept
     # while no worker writes, instead of a zero interval that would look like a stall).
     older: tuple[Snapshot, float] | None = None
@@ -237,7 +242,7 @@ def run_top(
             size = shutil.get_terminal_size((120, 40))
             finished = False
             try:
-                run = merge_run(run_dir, with_samples=False, jobs=jobs)
+                run = merge_run(run_dir, with_samples=False, jobs=jobs, cache=cache)
                 now = time.time()
                 writes = tuple(sorted((str(w.path), w.written_at) for w in run.workers))
                 stalled_s = None
