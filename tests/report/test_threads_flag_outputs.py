@@ -110,12 +110,16 @@ def _reference(rows, n_gpu, origin_ns, tags):
             if tag:
                 tracks.setdefault("slices", []).append(("B", start_us, "/".join(tags[tag])))
             open_tag = tag
-        v = round(rss / 1e6, 1)
+        v = (rss + 50_000) // 100_000 / 10  # MB to 0.1, half up
         if flags & F_RSS and rss >= 0 and v != last.get("rss"):
             last["rss"] = v
             tracks.setdefault("RSS (MB)", []).append((start_us, {"rss": v}))
         if flags & F_IO and dt > 0:
-            io_ = (round(rb / 1e6 / (dt / 1e9), 3), round(wb / 1e6 / (dt / 1e9), 3))
+            # MB/s to 0.001, half up
+            io_ = (
+                (2 * rb * 10**6 + dt) // (2 * dt) / 1000,
+                (2 * wb * 10**6 + dt) // (2 * dt) / 1000,
+            )
             if io_ != last.get("io"):
                 last["io"] = io_
                 tracks.setdefault("I/O (MB/s)", []).append(

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from itertools import accumulate, chain, compress, repeat
-from operator import and_, floordiv, ne, or_, sub, truediv
+from itertools import accumulate, chain, compress, islice, repeat
+from operator import add, and_, floordiv, ge, mod, mul, ne, or_, sub
 from pathlib import Path
 from typing import IO, Any
 
@@ -139,26 +139,55 @@ def _dump(obj: dict[str, Any]) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
-def _changed(idx: list[int], *cols: list[Any]) -> list[int]:
+def _rows_with(n: int, flags: Any, bit: int, col: Any, lo: int) -> tuple[list[int], bool]:
+    """The rows whose flags hold ``bit`` and whose ``col`` value is at least ``lo``; and whether
+    that is every row (then the columns need no gathering)."""
+    if n and min(map(and_, flags, repeat(bit))) and min(col) >= lo:
+        return list(range(n)), True
+    return [i for i in compress(range(n), map(and_, flags, repeat(bit))) if col[i] >= lo], False
+
+
+def _changed(idx: list[int], every: bool, *cols: Any) -> list[int]:
     """The indices of ``idx`` whose values (one per column) differ from the previous index's (the
-    first always): a counter track needs a point only where its value changed."""
+    first always): a counter track needs a point only where its value changed. ``every``: idx
+    is every row."""
     if not idx:
         return []
-    keep: Iterator[bool] | None = None
+    keep: Any = None
     for col in cols:
-        vals = [col[i] for i in idx]
+        vals = col if every else [col[i] for i in idx]
         ne_ = map(ne, vals, chain((None,), vals))
         keep = ne_ if keep is None else map(or_, keep, ne_)
-    return list(compress(idx, keep))  # type: ignore[arg-type]
+    return list(compress(idx, keep))
 
 
-def _counter_text(template: str, ts: list[int], *cols: list[Any], at: list[int]) -> str:
-    """``template`` (one event, its numbers as ``%`` fields, ending ",\n") for each index of
-    ``at``, formatted in one ``%`` over the whole track (integers as they are, floats by repr)."""
+def _counter_text(template: str, *cols: Any, at: list[int]) -> str:
+    """``template`` (one event, its numbers as ``%d`` fields, ending ",\n") for each index of
+    ``at``, formatted in one ``%`` over the whole track: a field per column."""
     if not at:
         return ""
-    rows = zip([ts[i] for i in at], *([c[i] for i in at] for c in cols), strict=True)
+    if len(at) == len(cols[0]):  # a point at every row: the columns as they are
+        rows = zip(*cols, strict=True)
+    else:
+        rows = zip(*([c[i] for i in at] for c in cols), strict=True)
     return (template * len(at)) % tuple(chain.from_iterable(rows))
+
+
+def _fixed(units: Any, per: int) -> tuple[list[int], list[int]]:
+    """Whole and fractional parts of values counted in 1/per units (never negative)."""
+    return list(map(floordiv, units, repeat(per))), list(map(mod, units, repeat(per)))
+
+
+# A fixed-point value is written "%d.%0Nd" + _END; _trim makes it the shortest decimal (5.100 ->
+# 5.1, 5.000 -> 5), as repr writes a rounded float; _END occurs nowhere else in the text.
+_END = "\x00"
+
+
+def _trim(text: str, digits: int) -> str:
+    text = text.replace("." + "0" * digits + _END, "")
+    for k in range(digits - 1, 0, -1):
+        text = text.replace("0" * k + _END, _END)
+    return text.replace(_END, "")
 
 
 def worker_events(
@@ -189,11 +218,21 @@ def worker_events(
     n = len(ends)
     # A point starts where its row began, never before the previous point's end (a clock that
     # stepped back is clamped), and ends no earlier than it starts: end_us is the running max.
-    raw_start = list(map(floordiv, map(sub, map(sub, ends, dts), repeat(origin_ns)), repeat(1000)))
-    raw_end = map(floordiv, map(sub, ends, repeat(origin_ns)), repeat(1000))
-    end_acc = list(accumulate(map(max, raw_end, raw_start), max, initial=0))
-    start_us = list(map(max, raw_start, end_acc))  # end_acc[i]: the previous point's end
-    end_us = end_acc[-1]
+    since = list(map(sub, ends, repeat(origin_ns)))
+    raw_start = list(map(floordiv, map(sub, since, dts), repeat(1000)))
+    raw_end = list(map(floordiv, since, repeat(1000)))
+    del since
+    if (
+        raw_start[0] >= 0
+        and all(map(ge, raw_end, raw_start))
+        and all(map(ge, islice(raw_start, 1, None), raw_end))
+    ):  # the usual rows: each begins where (or after) the previous one ended, none reversed
+        start_us, end_us = raw_start, raw_end[-1]
+    else:
+        end_acc = list(accumulate(map(max, raw_end, raw_start), max, initial=0))
+        start_us = list(map(max, raw_start, end_acc))  # end_acc[i]: the previous point's end
+        end_us = end_acc[-1]
+    del raw_end
 
     # Slices: the phase (the row's tag) changes only every so often; each change ends the open
     # slice and begins the next where that row began.
@@ -218,43 +257,50 @@ def worker_events(
         slices.append(f'{{"ph":"E","pid":{tid},"tid":1,"ts":{end_us}}}')
 
     # Counters: a point where the track's flag is set and its rounded value changed since the
-    # last point written (5.0 == 5); floats are written by repr, "x.0" then made "x".
+    # last point written. Values in integer units, rounded half up: RSS in 0.1 MB (100 kB), I/O
+    # in 0.001 MB/s (bytes per dt_ns x 10^6 / 1000); written as the shortest decimal.
     c_head = f'{{"ph":"C","pid":{tid},"name":'
-    rss_mb = list(map(round, map(truediv, rsss, repeat(1e6)), repeat(1)))
-    secs = [d / 1e9 if d > 0 else 1.0 for d in dts]  # dt <= 0: no I/O point is written
-    rd_mbs = list(map(round, map(truediv, map(truediv, rbs, repeat(1e6)), secs), repeat(3)))
-    wr_mbs = list(map(round, map(truediv, map(truediv, wbs, repeat(1e6)), secs), repeat(3)))
-    with_rss = [i for i in compress(range(n), map(and_, flags_, repeat(F_RSS))) if rsss[i] >= 0]
-    with_io = [i for i in compress(range(n), map(and_, flags_, repeat(F_IO))) if dts[i] > 0]
-    rss_at = _changed(with_rss, rss_mb)
-    io_at = _changed(with_io, rd_mbs, wr_mbs)
-    counters = _counter_text(
-        c_head + '"RSS (MB)","ts":%d,"args":{"rss":%r}},\n', start_us, rss_mb, at=rss_at
-    ) + _counter_text(
-        c_head + '"I/O (MB/s)","ts":%d,"args":{"read":%r,"write":%r}},\n',
+    dt_pos = [d if d > 0 else 1 for d in dts]  # dt <= 0: no I/O point is written
+    rss_units = list(map(floordiv, map(add, rsss, repeat(50_000)), repeat(100_000)))
+    if min(rbs, default=0) < 0 or min(wbs, default=0) < 0:  # (never written by the sampler)
+        rbs = list(map(max, rbs, repeat(0)))
+        wbs = list(map(max, wbs, repeat(0)))
+    two_dt = list(map(mul, dt_pos, repeat(2)))
+    rd_units = list(map(floordiv, map(add, map(mul, rbs, repeat(2_000_000)), dt_pos), two_dt))
+    wr_units = list(map(floordiv, map(add, map(mul, wbs, repeat(2_000_000)), dt_pos), two_dt))
+    with_rss, every = _rows_with(n, flags_, F_RSS, rsss, 0)
+    rss_at = _changed(with_rss, every, rss_units)
+    with_io, every = _rows_with(n, flags_, F_IO, dts, 1)
+    io_at = _changed(with_io, every, rd_units, wr_units)
+    rss_text = _counter_text(
+        c_head + '"RSS (MB)","ts":%d,"args":{"rss":%d.%d' + _END + "}},\n",
         start_us,
-        rd_mbs,
-        wr_mbs,
-        at=io_at,
+        *_fixed(rss_units, 10),
+        at=rss_at,
     )
-    # (only numbers and fixed names in this text: ".0," and ".0}" end integral floats)
-    counters = counters.replace(".0,", ",").replace(".0}", "}")
+    io_text = _counter_text(
+        c_head + '"I/O (MB/s)","ts":%d,"args":{"read":%d.%03d' + _END + ',"write":%d.%03d'
+        + _END + "}},\n",
+        start_us,
+        *_fixed(rd_units, 1000),
+        *_fixed(wr_units, 1000),
+        at=io_at,
+    )  # fmt: skip
+    counters = _trim(rss_text, 1) + _trim(io_text, 3)
     n_events = len(meta) + len(slices) + len(rss_at) + len(io_at)
-    if n_gpu:
-        with_gpu = list(compress(range(n), map(and_, flags_, repeat(F_GPU))))
-        for k in range(n_gpu):
-            busy_col, mine_col = gw[2 * k], gw[2 * k + 1]
-            mine = list(map(max, repeat(0), mine_col))
-            idx = [i for i in with_gpu if busy_col[i] >= 0]
-            at = _changed(idx, busy_col, mine)
-            n_events += len(at)
-            counters += _counter_text(
-                c_head + f'"GPU {k} (%%)","ts":%d,"args":{{"busy":%d,"this run":%d}}}},\n',
-                start_us,
-                busy_col,
-                mine,
-                at=at,
-            )
+    for k in range(n_gpu):
+        busy_col, mine_col = gw[2 * k], gw[2 * k + 1]
+        mine = list(map(max, repeat(0), mine_col))
+        with_gpu, every = _rows_with(n, flags_, F_GPU, busy_col, 0)
+        at = _changed(with_gpu, every, busy_col, mine)
+        n_events += len(at)
+        counters += _counter_text(
+            c_head + f'"GPU {k} (%%)","ts":%d,"args":{{"busy":%d,"this run":%d}}}},\n',
+            start_us,
+            busy_col,
+            mine,
+            at=at,
+        )
     chunks = [",\n".join(meta)]
     if slices:
         chunks.append(",\n".join(slices))
