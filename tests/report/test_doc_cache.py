@@ -105,3 +105,48 @@ def test_written_at_is_still_clamped_to_a_changed_mtime(tmp_path):
     os.utime(path, (T0 + 1000, T0 + 1000))
     w = merge_run(run, with_samples=False, cache=cache).workers[0]
     assert cache.misses == 1 and w.written_at == T0 + 1000 + 600
+
+
+def test_reused_chunks_sum_to_what_a_fresh_merge_gives(tmp_path, monkeypatch):
+    """Chunks of unchanged files are not folded again: over merges that change one file each
+    time (two hosts, chunks of 2, a process that wrote two files), every figure stays that of a
+    merge without the cache, so nothing the merge adds into a reused fold leaks into the cache."""
+    monkeypatch.setattr(DocCache, "CHUNK", 2)
+    run = tmp_path / "run"
+    paths = []
+    for i in range(7):
+        doc = worker_doc(
+            role="actor" if i % 3 else "learner",
+            pid=100 + i % 6,  # pids 100 and 106: one host, one pid, two files
+            host=f"node{i % 2}",
+            uuid=f"{i:08x}",
+            threads=[Ph(("step",), [(i + 1) * MS] * (i + 1)), Ph(("step", "x"), [MS])],
+        )
+        paths.append(write_worker(run, doc))
+    cache = DocCache()
+
+    def figures(r):
+        return {
+            (name, p): (
+                s.calls,
+                s.wall_ns,
+                s.processes,
+                dict(s.hist.buckets),
+                sorted(s.sample_rates),
+            )
+            for name, role in r.roles.items()
+            for p, s in role.tree.items()
+        }
+
+    for k in range(5):
+        got = merge_run(run, with_samples=False, cache=cache)
+        want = merge_run(run, with_samples=False)
+        assert figures(got) == figures(want), k
+        assert [w.path for w in got.workers] == [w.path for w in want.workers]
+        if k:
+            assert cache.misses == 1 and cache.chunks_reused >= 2, (
+                cache.misses,
+                cache.chunks_reused,
+            )
+        f = paths[(3 * k) % len(paths)]
+        f.write_text(f.read_text().replace('"snapshot_seq": 3', f'"snapshot_seq": {10 + k}', 1))
