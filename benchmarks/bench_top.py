@@ -11,7 +11,7 @@ rows per worker. Measured in this process, best of ``--rounds``:
             that starts one interpreter per CPU, up to 16): the *cold* refresh, every file
             parsed and checked (top's first refresh)
   steady    top's steady state: the same refresh with top's DocCache kept from the previous
-            one, after one worker file was rewritten (new bytes): every file is read and
+            one (and the run's directories opened once per refresh, as top does), after one worker file was rewritten (new bytes): every file is read and
             digested, one is parsed and checked (before each timed refresh, a different file)
   html      merge_run(with_samples=True) + render_html (incl. the timelines' re-read)
 
@@ -53,6 +53,7 @@ def main() -> int:
     from lineprofiler.report.html import render_html
     from lineprofiler.report.live import frame, snapshot
     from lineprofiler.report.merge import merge_run
+    from lineprofiler.runfile.safe_read import reuse_dirs
 
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = big_run(Path(tmp) / "run", args.workers)
@@ -64,8 +65,13 @@ def main() -> int:
         state: dict = {}
 
         def refresh(jobs: int | None = 1, cache: DocCache | None = None) -> int:
-            run = merge_run(run_dir, with_samples=False, jobs=jobs, cache=cache)
-            lines = frame(run, state.get("prev"), 2.0, T0 + 61.0, 2.0)
+            if cache is None:  # the cold refresh, as top's first
+                run = merge_run(run_dir, with_samples=False, jobs=jobs)
+                lines = frame(run, state.get("prev"), 2.0, T0 + 61.0, 2.0)
+            else:  # as top refreshes: its cache, the run's directories opened once
+                with reuse_dirs():
+                    run = merge_run(run_dir, with_samples=False, jobs=jobs, cache=cache)
+                    lines = frame(run, state.get("prev"), 2.0, T0 + 61.0, 2.0)
             state["prev"] = snapshot(run)
             return len(lines)
 

@@ -45,6 +45,7 @@ from lineprofiler.report.units import (
     terminal_safe,
 )
 from lineprofiler.report.view import any_raised, interval_rows, phase_rows
+from lineprofiler.runfile.safe_read import reuse_dirs
 from lineprofiler.runfile.stats import PhaseStats
 
 DEFAULT_INTERVAL_S = 2.0
@@ -241,32 +242,34 @@ def run_top(
             t0 = time.monotonic()
             size = shutil.get_terminal_size((120, 40))
             finished = False
-            try:
-                run = merge_run(run_dir, with_samples=False, jobs=jobs, cache=cache)
-                now = time.time()
-                writes = tuple(sorted((str(w.path), w.written_at) for w in run.workers))
-                stalled_s = None
-                if newest is None or writes != newest[2]:
-                    older = (newest[0], newest[1]) if newest is not None else None
-                    newest = (snapshot(run), t0, writes)
-                else:
-                    stalled_s = max(
-                        0.0, now - max((w.written_at for w in run.workers), default=now)
-                    )
-                prev, dt_s = (older[0], newest[1] - older[1]) if older else (None, 0.0)
-                lines = frame(
-                    run, prev, dt_s, now, interval_s, top, size.columns,
-                    quits=live, stalled_s=stalled_s,
-                )  # fmt: skip
-                ws = _newest_per_process(run.workers)
-                finished = bool(ws) and all(w.final for w in ws)
-            except RunError as exc:
-                lines = [heading, f"waiting: {exc}"]
-            except Exception as exc:  # never a traceback on a live view: say it, and go on
-                lines = [
-                    heading,
-                    f"internal error: {type(exc).__name__}: {exc} (please report it)",
-                ]
+            # the run's directories opened once for the refresh (safe_read.reuse_dirs)
+            with reuse_dirs():
+                try:
+                    run = merge_run(run_dir, with_samples=False, jobs=jobs, cache=cache)
+                    now = time.time()
+                    writes = tuple(sorted((str(w.path), w.written_at) for w in run.workers))
+                    stalled_s = None
+                    if newest is None or writes != newest[2]:
+                        older = (newest[0], newest[1]) if newest is not None else None
+                        newest = (snapshot(run), t0, writes)
+                    else:
+                        stalled_s = max(
+                            0.0, now - max((w.written_at for w in run.workers), default=now)
+                        )
+                    prev, dt_s = (older[0], newest[1] - older[1]) if older else (None, 0.0)
+                    lines = frame(
+                        run, prev, dt_s, now, interval_s, top, size.columns,
+                        quits=live, stalled_s=stalled_s,
+                    )  # fmt: skip
+                    ws = _newest_per_process(run.workers)
+                    finished = bool(ws) and all(w.final for w in ws)
+                except RunError as exc:
+                    lines = [heading, f"waiting: {exc}"]
+                except Exception as exc:  # never a traceback on a live view: say it, and go on
+                    lines = [
+                        heading,
+                        f"internal error: {type(exc).__name__}: {exc} (please report it)",
+                    ]
             # every line through terminal_safe: run ids, roles, phase and counter names are the
             # worker files' own text
             lines = [terminal_safe(line) for line in lines]

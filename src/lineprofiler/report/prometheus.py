@@ -54,6 +54,7 @@ from lineprofiler.report.fold import DocCache
 from lineprofiler.report.merge import merge_run
 from lineprofiler.report.model import MergedRun
 from lineprofiler.report.view import role_view
+from lineprofiler.runfile.safe_read import reuse_dirs
 from lineprofiler.runfile.stats import HIST_BUCKETS, bucket_of
 
 DEFAULT_PORT = 9464
@@ -273,7 +274,8 @@ class RunCollector:
             if self._at is None or now - self._at >= self.interval_s:
                 t0 = time.perf_counter()
                 try:
-                    run = merge_run(self.run_dir, with_samples=False, jobs=1, cache=self._cache)
+                    with reuse_dirs():  # the run's directories opened once per merge
+                        run = merge_run(self.run_dir, with_samples=False, jobs=1, cache=self._cache)
                     got = families(run, self.per_process, time.perf_counter() - t0)
                 except Exception:
                     if self._at is None:
