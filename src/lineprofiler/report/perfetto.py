@@ -162,7 +162,7 @@ def _changed(idx: list[int], every: bool, *cols: Any) -> list[int]:
 
 
 def _counter_text(template: str, *cols: Any, at: list[int]) -> str:
-    """``template`` (one event, its numbers as ``%d`` fields, ending ",\n") for each index of
+    """``template`` (one event, its values as ``%`` fields, ending ",\n") for each index of
     ``at``, formatted in one ``%`` over the whole track: a field per column."""
     if not at:
         return ""
@@ -173,21 +173,20 @@ def _counter_text(template: str, *cols: Any, at: list[int]) -> str:
     return (template * len(at)) % tuple(chain.from_iterable(rows))
 
 
-def _fixed(units: Any, per: int) -> tuple[list[int], list[int]]:
-    """Whole and fractional parts of values counted in 1/per units (never negative)."""
-    return list(map(floordiv, units, repeat(per))), list(map(mod, units, repeat(per)))
+# The decimals of a fixed-point value, written as repr writes a rounded float: the shortest
+# (5.1, not 5.100; 5, not 5.0). Index: the fractional units.
+_DECIMALS = {
+    10: [""] + [f".{i}" for i in range(1, 10)],
+    1000: [""] + [f".{i:03d}".rstrip("0") for i in range(1, 1000)],
+}
 
 
-# A fixed-point value is written "%d.%0Nd" + _END; _trim makes it the shortest decimal (5.100 ->
-# 5.1, 5.000 -> 5), as repr writes a rounded float; _END occurs nowhere else in the text.
-_END = "\x00"
-
-
-def _trim(text: str, digits: int) -> str:
-    text = text.replace("." + "0" * digits + _END, "")
-    for k in range(digits - 1, 0, -1):
-        text = text.replace("0" * k + _END, _END)
-    return text.replace(_END, "")
+def _fixed(units: Any, per: int) -> tuple[list[int], list[str]]:
+    """Whole parts and decimals (text) of values counted in 1/per units (never negative)."""
+    return (
+        list(map(floordiv, units, repeat(per))),
+        list(map(_DECIMALS[per].__getitem__, map(mod, units, repeat(per)))),
+    )
 
 
 def worker_events(
@@ -273,20 +272,19 @@ def worker_events(
     with_io, every = _rows_with(n, flags_, F_IO, dts, 1)
     io_at = _changed(with_io, every, rd_units, wr_units)
     rss_text = _counter_text(
-        c_head + '"RSS (MB)","ts":%d,"args":{"rss":%d.%d' + _END + "}},\n",
+        c_head + '"RSS (MB)","ts":%d,"args":{"rss":%d%s}},\n',
         start_us,
         *_fixed(rss_units, 10),
         at=rss_at,
     )
     io_text = _counter_text(
-        c_head + '"I/O (MB/s)","ts":%d,"args":{"read":%d.%03d' + _END + ',"write":%d.%03d'
-        + _END + "}},\n",
+        c_head + '"I/O (MB/s)","ts":%d,"args":{"read":%d%s,"write":%d%s}},\n',
         start_us,
         *_fixed(rd_units, 1000),
         *_fixed(wr_units, 1000),
         at=io_at,
     )  # fmt: skip
-    counters = _trim(rss_text, 1) + _trim(io_text, 3)
+    counters = rss_text + io_text
     n_events = len(meta) + len(slices) + len(rss_at) + len(io_at)
     for k in range(n_gpu):
         busy_col, mine_col = gw[2 * k], gw[2 * k + 1]
