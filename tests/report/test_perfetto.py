@@ -87,12 +87,16 @@ def test_export_of_a_real_multiprocess_run(tmp_path):
         assert role == "actor" and int(pid) == truth[k]["pid"] and host and rank == "-"
     assert sum(n.startswith("learner ") for n in names.values()) == 1
 
-    # per track: timestamps never go back; every B has its E; slices name the phases
+    # per track (a worker's slices, each of its counters): timestamps never go back; every B
+    # has its E; slices name the phases
     slices: dict[int, list[str]] = {}
     for tid in names:
         mine = [e for e in events if e["pid"] == tid and e["ph"] != "M"]
-        ts = [e["ts"] for e in mine]
-        assert ts == sorted(ts) and ts, tid
+        assert mine, tid
+        for track in {"slices" if e["ph"] in "BE" else e["name"] for e in mine}:
+            ts = [e["ts"] for e in mine if ("slices" if e["ph"] in "BE" else e["name"]) == track]
+            assert ts == sorted(ts) and ts, (tid, track)
+        mine = [e for e in mine if e["ph"] in "BE"]
         depth = 0
         for e in mine:
             if e["ph"] == "B":

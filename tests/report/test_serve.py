@@ -106,7 +106,8 @@ def test_scrape_matches_the_report(tmp_path):
     }
     assert calls == {("actor", "step"): 12, ("learner", "step"): 6}
     for s in _samples(fams["lineprofiler_phase_seconds"], "_total"):
-        assert set(s.labels) == {"role", "phase"}  # host/rank only behind the flag
+        assert set(s.labels) == {"role", "phase", "on_threads"}  # host/rank only behind the flag
+        assert s.labels["on_threads"] == "false"
         p = phases[(s.labels["role"], s.labels["phase"])]
         assert s.value == pytest.approx(p["time_ns"] / 1e9)
         assert s.value == pytest.approx(sum(truth[s.labels["role"]]), rel=0.05)

@@ -197,3 +197,25 @@ def test_a_library_patch_made_before_or_after_ours_is_kept(tmp_path):
         finally:
             ThreadPoolExecutor.submit = submit
     assert tally.calls == 5 and calls.count("submit") == 5 and calls.count("start") == 0
+
+
+def test_thread_names_nest_attached_work_under_the_handing_thread(tmp_path):
+    """thread_names=True: the pool's work nests under the submitting thread's name, not under each
+    pool thread's (issue 33's leftover); the thread count is the pool threads the tasks saw."""
+    tally = _Tally()
+    threading.current_thread().name, saved = "driver", threading.current_thread().name
+    try:
+        with _profiler(tmp_path / "run", thread_names=True), ThreadPoolExecutor(3) as pool:
+            with accounting.phase("step"):
+                list(pool.map(tally.work, range(12)))
+    finally:
+        threading.current_thread().name = saved
+    run = merge_run(tmp_path / "run")
+    work = run.tree[("driver", "step", MARK, "work")]
+    assert work.calls == tally.calls == 12 and work.threads == len(tally.threads)
+    # no pool thread has a node of its own: all it did was the attached work
+    assert [p for p in run.tree if len(p) == 1] == [("driver",)]
+    doc = json.loads(render_json(run, top=0))
+    rows = {ph["name"]: ph for ph in doc["roles"][0]["phases"]}
+    assert rows["driver/step"]["share"] == 1.0
+    assert rows[f"driver/step/{MARK}/work"]["on_threads"]

@@ -129,15 +129,21 @@ def install(executors: bool, threads: bool) -> None:
     """Patches what the installed profiler propagates through (undone by uninstall())."""
     global _orig_submit, _orig_start, _executors_on, _threads_on
     _executors_on, _threads_on = executors, threads
-    if executors and _orig_submit is None:
+    if executors:
         from concurrent.futures import ThreadPoolExecutor  # (a profiled process may never use it)
 
-        _orig_submit = ThreadPoolExecutor.submit
-        _submit.__doc__ = _orig_submit.__doc__
-        ThreadPoolExecutor.submit = _submit  # type: ignore[method-assign]
-    if threads and _orig_start is None:
-        _orig_start = threading.Thread.start
-        threading.Thread.start = _start  # type: ignore[method-assign]
+        # Patched when not yet ours; and again when another library that wrapped ours has put
+        # the original back (ours is then in no chain: _orig_submit stayed set at our uninstall).
+        now = ThreadPoolExecutor.__dict__.get("submit")
+        if _orig_submit is None or (now is _orig_submit and now is not _submit):
+            _orig_submit = ThreadPoolExecutor.submit
+            _submit.__doc__ = _orig_submit.__doc__
+            ThreadPoolExecutor.submit = _submit  # type: ignore[method-assign]
+    if threads:
+        now = threading.Thread.__dict__.get("start")
+        if _orig_start is None or (now is _orig_start and now is not _start):
+            _orig_start = threading.Thread.start
+            threading.Thread.start = _start  # type: ignore[method-assign]
 
 
 def uninstall() -> None:

@@ -9,6 +9,8 @@ the merge use several processes and ``reduce`` write one summary per host.
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import os
 from array import array
 from collections.abc import Iterable
@@ -17,11 +19,14 @@ from pathlib import Path
 
 from lineprofiler.report.model import MergedPhase, Path_, Unreadable
 from lineprofiler.runfile.layout import THREADS_MARK, run_id_from_name
-from lineprofiler.runfile.stats import merged_extremes
+from lineprofiler.runfile.safe_read import UnsafeFile, read_regular
+from lineprofiler.runfile.stats import Histogram, merged_extremes
 from lineprofiler.runfile.worker_doc import (
+    MAX_WORKER_BYTES,
     PhaseRecord,
     Worker,
     WorkerFileError,
+    decode_worker_doc,
     load_worker_doc,
     read_worker,
 )
@@ -166,8 +171,178 @@ class Folded:
             self.unreadable.setdefault(key, []).extend(bad)
 
 
-def fold_files(root: Path, files: Iterable[Path], with_samples: bool) -> Folded:
-    """Parses, checks and folds worker files one at a time (bounded memory)."""
+class DocCache:
+    """Checked worker documents kept between merges of one run directory (``top``, ``serve``).
+
+    A refresh still reads every worker file (through ``safe_read``, as the merge does), but a file
+    whose bytes and modification time are those of a document already checked is not parsed and
+    checked again: its ``Worker`` (copied: the merge annotates it) and records are reused. The key
+    is the file's *content* (a BLAKE2b digest of the bytes just read) with its path and mtime (the
+    check clamps ``written_at`` to the mtime), never its inode, size or times alone: a file
+    rewritten in place with the same size and mtime, or on a network filesystem whose attributes
+    lag, is parsed again as soon as one byte differs. Unusable files are never kept (they are
+    checked again each time). Memory: one entry per file seen by the last merge (the others are
+    dropped after each merge), and at most ``MAX_RECORDS`` phase records in all (files beyond
+    that are parsed each time).
+    """
+
+    MAX_RECORDS = 1 << 18  # ~60 MB of records at worst; 1,024 workers of 64 paths use a quarter
+    CHUNK = 32  # files of one host directory folded together (see fold)
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[bytes, int, Worker, list[PhaseRecord], object]] = {}
+        self._seen: set[str] = set()
+        self._records = 0
+        # a chunk of files (their paths) -> (each file's (digest, mtime), with_samples, its fold)
+        self._chunks: dict[tuple[str, ...], tuple[tuple, bool, Folded]] = {}
+        self._chunks_seen: set[tuple[str, ...]] = set()
+        self.hits = 0  # files reused by the last merge
+        self.misses = 0  # files parsed and checked by the last merge
+        self.chunks_reused = 0  # chunks whose fold the last merge reused
+
+    def begin(self) -> None:
+        """Starts a merge: counts from zero, and remembers which files it reads."""
+        self._seen = set()
+        self._chunks_seen = set()
+        self.hits = self.misses = self.chunks_reused = 0
+
+    def end(self) -> None:
+        """Ends a merge: entries of files it did not read are dropped (files gone, or renamed)."""
+        for k in [k for k in self._entries if k not in self._seen]:
+            self._drop(k)
+        for c in [c for c in self._chunks if c not in self._chunks_seen]:
+            del self._chunks[c]
+
+    def fold(self, root: Path, files: list[Path], with_samples: bool) -> Folded:
+        """``fold_files`` of ``files``, in chunks of up to ``CHUNK`` files of one directory: a
+        chunk whose files all read back with the same bytes and mtime as when it was last folded
+        is not folded again; a copy of its fold is added (the merge annotates what it is given).
+        A chunk holding an unusable file is folded each time."""
+        out = Folded()
+        by_dir: dict[str, list[Path]] = {}
+        for f in files:
+            by_dir.setdefault(os.path.dirname(os.fspath(f)), []).append(f)
+        for group in by_dir.values():
+            for i in range(0, len(group), self.CHUNK):
+                out.add(self._fold_chunk(root, group[i : i + self.CHUNK], with_samples))
+        return out
+
+    def _fold_chunk(self, root: Path, files: list[Path], with_samples: bool) -> Folded:
+        key = tuple(os.fspath(f) for f in files)
+        self._chunks_seen.add(key)
+        reads: list[tuple[Path, object]] = []
+        sig = []
+        for f in files:
+            try:
+                got = self._read(root, f)
+            except WorkerFileError as exc:
+                got = exc
+            reads.append((f, got))
+            sig.append(None if isinstance(got, WorkerFileError) else got[1:3])
+        have = self._chunks.get(key)
+        if have is not None and have[0] == tuple(sig) and have[1] == with_samples:
+            self.chunks_reused += 1
+            self.hits += len(files)
+            return _copy_folded(have[2])
+        out = Folded()
+        for f, got in reads:
+            rel = f.relative_to(root).as_posix()
+            name_id = run_id_from_name(f.name) or ""
+            try:
+                if isinstance(got, WorkerFileError):
+                    raise got
+                w, records, samples = self._checked(f, rel, with_samples, *got)
+            except WorkerFileError as exc:
+                out.unreadable.setdefault(name_id, []).append(Unreadable(rel, str(exc)))
+                continue
+            key_id = w.run_id or name_id
+            part = out.partials.get(key_id)
+            if part is None:
+                part = out.partials[key_id] = Partial()
+            part.fold(w, records, samples if isinstance(samples, dict) else None)
+        self._chunks.pop(key, None)
+        if None not in sig and all(os.fspath(f) in self._entries for f in files):
+            self._chunks[key] = (tuple(sig), with_samples, _copy_folded(out))
+        return out
+
+    def _drop(self, key: str) -> None:
+        got = self._entries.pop(key, None)
+        if got is not None:
+            self._records -= len(got[3])
+
+    def _read(self, root: Path, f: Path) -> tuple[bytes, bytes, int]:
+        """(bytes, digest, mtime_ns) of a worker file read through ``safe_read``."""
+        file = os.fspath(f)
+        self._seen.add(file)
+        try:
+            data = read_regular(f, MAX_WORKER_BYTES, root)
+            mtime_ns = os.stat(file).st_mtime_ns
+        except (UnsafeFile, OSError) as exc:
+            self._drop(file)
+            raise WorkerFileError(f"cannot read it ({exc})") from None
+        return data, hashlib.blake2b(data, digest_size=20).digest(), mtime_ns
+
+    def _checked(
+        self, f: Path, rel: str, with_samples: bool, data: bytes, digest: bytes, mtime_ns: int
+    ) -> tuple[Worker, list[PhaseRecord], object]:
+        """The checked document of bytes just read: reused when they are those last checked."""
+        file = os.fspath(f)
+        got = self._entries.get(file)
+        if got is not None and got[0] == digest and got[1] == mtime_ns:
+            if got[4] is not None or not with_samples:  # (kept without its samples: read again)
+                self.hits += 1
+                return copy.copy(got[2]), got[3], got[4] if with_samples else None
+        self._drop(file)
+        self.misses += 1
+        doc = decode_worker_doc(data)
+        w, records = read_worker(doc, rel, file)
+        samples = doc.samples if with_samples else None
+        if self._records + len(records) <= self.MAX_RECORDS:
+            # samples None: not wanted, or the document has none (then read again if wanted)
+            self._entries[file] = (digest, mtime_ns, copy.copy(w), records, samples)
+            self._records += len(records)
+        return w, records, samples
+
+    def load(
+        self, root: Path, f: Path, rel: str, with_samples: bool
+    ) -> tuple[Worker, list[PhaseRecord], object]:
+        """``(worker, records, samples)`` of file ``f`` (``rel`` below the run directory
+        ``root``), checked now or reused; ``WorkerFileError`` when it cannot be used."""
+        return self._checked(f, rel, with_samples, *self._read(root, f))
+
+
+def _copy_phase(m: MergedPhase) -> MergedPhase:
+    """A merged phase whose containers are its own (adding into it leaves ``m`` as it was)."""
+    c = copy.copy(m)
+    c.hist = Histogram(dict(m.hist.buckets))
+    c.counters = dict(m.counters)
+    c.saturated = set(m.saturated)
+    c.sample_rates = set(m.sample_rates)
+    c.io = None if m.io is None else dict(m.io)
+    return c
+
+
+def _copy_folded(f: Folded) -> Folded:
+    """A copy of a fold that the merge may change (phases summed into, workers annotated, time
+    arrays replaced) without changing ``f``."""
+    out = Folded()
+    for key, p in f.partials.items():
+        out.partials[key] = Partial(
+            paths=dict(p.paths),
+            roles={r: {path: _copy_phase(m) for path, m in t.items()} for r, t in p.roles.items()},
+            workers=[FoldedWorker(copy.copy(fw.worker), fw.times, fw.samples) for fw in p.workers],
+        )
+    out.unreadable = {k: list(v) for k, v in f.unreadable.items()}
+    return out
+
+
+def fold_files(
+    root: Path, files: Iterable[Path], with_samples: bool, cache: DocCache | None = None
+) -> Folded:
+    """Parses, checks and folds worker files one at a time (bounded memory); with ``cache``,
+    files unchanged since it last read them are not parsed again."""
+    if cache is not None:
+        return cache.fold(root, list(files), with_samples)
     out = Folded()
     for f in files:
         rel = f.relative_to(root).as_posix()
@@ -175,11 +350,11 @@ def fold_files(root: Path, files: Iterable[Path], with_samples: bool) -> Folded:
         try:
             doc = load_worker_doc(f, within=root)
             w, records = read_worker(doc, rel, os.fspath(f))
+            samples = doc.samples if with_samples else None
+            del doc
         except WorkerFileError as exc:
             out.unreadable.setdefault(name_id, []).append(Unreadable(rel, str(exc)))
             continue
-        samples = doc.samples if with_samples else None
-        del doc
         key = w.run_id or name_id
         part = out.partials.get(key)
         if part is None:

@@ -1,8 +1,9 @@
 """``lineprofiler top``: a live view of a run in progress, re-merged every interval.
 
 Each refresh is one streaming ``merge_run(with_samples=False)`` of the worker files (which the
-profilers rewrite every ``snapshot_interval_s``), folded in this process unless
-``$LINEPROFILER_REPORT_JOBS`` is set, plus the tail of each sampler sidecar
+profilers rewrite every ``snapshot_interval_s``), folded in this process (where a file whose bytes
+did not change since the last refresh is read but not parsed and checked again:
+``report.fold.DocCache``) unless ``$LINEPROFILER_REPORT_JOBS`` is set, plus the tail of each sampler sidecar
 (``report.timeline.recent``), so it needs no server and works on a shared filesystem across nodes.
 
 Numbers per role and dominant phase, *last* (between the two newest snapshots seen: while no
@@ -30,6 +31,7 @@ import sys
 import time
 from typing import TextIO
 
+from lineprofiler.report.fold import DocCache
 from lineprofiler.report.merge import RunError, merge_run, stale_after_s
 from lineprofiler.report.model import MergedRun, Path_, Worker
 from lineprofiler.report.parallel import ENV_JOBS
@@ -43,6 +45,7 @@ from lineprofiler.report.units import (
     terminal_safe,
 )
 from lineprofiler.report.view import any_raised, interval_rows, phase_rows
+from lineprofiler.runfile.safe_read import reuse_dirs
 from lineprofiler.runfile.stats import PhaseStats
 
 DEFAULT_INTERVAL_S = 2.0
@@ -224,6 +227,9 @@ def run_top(
     # One process: a refresh re-folds small files often, and starting interpreters every
     # interval cost 4x more on 1,024 workers (benchmarks/bench_top.py); the variable overrides.
     jobs = None if os.environ.get(ENV_JOBS, "").strip() else 1
+    # In this process, files whose bytes did not change since the last refresh are not parsed
+    # again (report.fold.DocCache: keyed by their content; a refresh reads every file still).
+    cache = DocCache() if jobs == 1 else None
     # The *last* columns: from the snapshot before the newest write to the newest one (kept
     # while no worker writes, instead of a zero interval that would look like a stall).
     older: tuple[Snapshot, float] | None = None
@@ -236,32 +242,34 @@ def run_top(
             t0 = time.monotonic()
             size = shutil.get_terminal_size((120, 40))
             finished = False
-            try:
-                run = merge_run(run_dir, with_samples=False, jobs=jobs)
-                now = time.time()
-                writes = tuple(sorted((str(w.path), w.written_at) for w in run.workers))
-                stalled_s = None
-                if newest is None or writes != newest[2]:
-                    older = (newest[0], newest[1]) if newest is not None else None
-                    newest = (snapshot(run), t0, writes)
-                else:
-                    stalled_s = max(
-                        0.0, now - max((w.written_at for w in run.workers), default=now)
-                    )
-                prev, dt_s = (older[0], newest[1] - older[1]) if older else (None, 0.0)
-                lines = frame(
-                    run, prev, dt_s, now, interval_s, top, size.columns,
-                    quits=live, stalled_s=stalled_s,
-                )  # fmt: skip
-                ws = _newest_per_process(run.workers)
-                finished = bool(ws) and all(w.final for w in ws)
-            except RunError as exc:
-                lines = [heading, f"waiting: {exc}"]
-            except Exception as exc:  # never a traceback on a live view: say it, and go on
-                lines = [
-                    heading,
-                    f"internal error: {type(exc).__name__}: {exc} (please report it)",
-                ]
+            # the run's directories opened once for the refresh (safe_read.reuse_dirs)
+            with reuse_dirs():
+                try:
+                    run = merge_run(run_dir, with_samples=False, jobs=jobs, cache=cache)
+                    now = time.time()
+                    writes = tuple(sorted((str(w.path), w.written_at) for w in run.workers))
+                    stalled_s = None
+                    if newest is None or writes != newest[2]:
+                        older = (newest[0], newest[1]) if newest is not None else None
+                        newest = (snapshot(run), t0, writes)
+                    else:
+                        stalled_s = max(
+                            0.0, now - max((w.written_at for w in run.workers), default=now)
+                        )
+                    prev, dt_s = (older[0], newest[1] - older[1]) if older else (None, 0.0)
+                    lines = frame(
+                        run, prev, dt_s, now, interval_s, top, size.columns,
+                        quits=live, stalled_s=stalled_s,
+                    )  # fmt: skip
+                    ws = _newest_per_process(run.workers)
+                    finished = bool(ws) and all(w.final for w in ws)
+                except RunError as exc:
+                    lines = [heading, f"waiting: {exc}"]
+                except Exception as exc:  # never a traceback on a live view: say it, and go on
+                    lines = [
+                        heading,
+                        f"internal error: {type(exc).__name__}: {exc} (please report it)",
+                    ]
             # every line through terminal_safe: run ids, roles, phase and counter names are the
             # worker files' own text
             lines = [terminal_safe(line) for line in lines]

@@ -20,7 +20,7 @@ from lineprofiler.report import resources
 from lineprofiler.report.attempts import AttemptGroup, UnreadableFile, group_attempts
 from lineprofiler.report.caveats import run_caveats
 from lineprofiler.report.fates import settle_fates
-from lineprofiler.report.fold import Folded, Partial, fold_files
+from lineprofiler.report.fold import DocCache, Folded, Partial, fold_files
 from lineprofiler.report.lines_merge import read_run_lines
 from lineprofiler.report.model import Attempt, MergedPhase, MergedRun, Path_, Role, Unreadable
 from lineprofiler.report.parallel import fold_run
@@ -93,6 +93,7 @@ def merge_run(
     with_samples: bool = True,
     attempt: str | None = None,
     jobs: int | None = None,
+    cache: DocCache | None = None,
 ) -> MergedRun:
     """Merges the newest attempt (or ``attempt``: an attempt id, or ``"all"``) of a run directory.
 
@@ -100,11 +101,19 @@ def merge_run(
     many processes fold the worker files (default: ``$LINEPROFILER_REPORT_JOBS``, else one per
     CPU for large runs; 1 folds in this process). Raises ``RunError`` when the directory is
     missing, empty, not a run, or holds no usable worker file; a single unusable file is listed
-    in ``run.unreadable`` instead.
+    in ``run.unreadable`` instead. ``cache``: a ``DocCache`` kept between merges of this run
+    directory (``top``, ``serve``): files whose bytes did not change are not parsed again (the
+    fold then runs in this process, whatever ``jobs`` says).
     """
     root = Path(os.fspath(run_dir))
     files = check_run_dir(root)
-    folded = _fold(root, files, with_samples, jobs)
+    if cache is not None:
+        cache.begin()
+    try:
+        folded = _fold(root, files, with_samples, jobs, cache)
+    finally:
+        if cache is not None:
+            cache.end()
 
     # Every file is parsed, then grouped into attempts by time and id (report.attempts).
     by_worker = {id(fw.worker): fw for p in folded.partials.values() for fw in p.workers}
@@ -218,7 +227,9 @@ def _count_processes_per_path(role: Role) -> None:
             stats.processes = max(1, stats.processes - extra[pid])
 
 
-def _fold(root: Path, files: list[Path], with_samples: bool, jobs: int | None) -> Folded:
+def _fold(
+    root: Path, files: list[Path], with_samples: bool, jobs: int | None, cache: DocCache | None
+) -> Folded:
     """Folds the run: each host from its summary (``lineprofiler reduce``) where one covers that
     host's files as they are now, the rest from the files."""
     by_host: dict[str, list[Path]] = {}
@@ -235,7 +246,9 @@ def _fold(root: Path, files: list[Path], with_samples: bool, jobs: int | None) -
                 folded.add(got)
     else:
         rest = files
-    if rest:
+    if rest and cache is not None:
+        folded.add(fold_files(root, rest, with_samples, cache))
+    elif rest:
         folded.add(fold_run(root, rest, with_samples, jobs))
     return folded
 

@@ -9,10 +9,14 @@ the merge, since pids collide across nodes; the name carries the real pid). Per 
   ``GPU k (%)`` with ``busy`` (device utilisation) and ``this run`` (this pid's SM share, 0 when
   NVML had no sample for it);
 - slices ("B"/"E" events) on the ``phases`` thread: the phase open when each interval began
-  (the row's tag), consecutive intervals with the same phase joined into one slice.
+  (the row's tag), consecutive intervals with the same phase joined into one slice; a phase run
+  attached to another thread's (a path through ``[threads]``) has ``"on_threads": true`` in its
+  args.
 
-Every worker's events are written in timestamp order (a timestamp never goes back on a track:
-a row whose clock stepped back is clamped to its predecessor's end).
+Every track's events are written in timestamp order (a timestamp never goes back on a track: a
+row whose clock stepped back is clamped to its predecessor's end); a worker's tracks are written
+one after another (its slices, then each counter track), which the trace format allows ("events
+do not have to be in timestamp-sorted order") and Perfetto sorts on import.
 
 This is the interval-resolution view; ``Profiler(backend="torch")`` windows give the kernel-level
 one (``backend/torch_trace.json``, referenced in the trace's ``otherData`` when present).
@@ -29,13 +33,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from itertools import repeat
-from operator import truediv
+from itertools import accumulate, chain, compress, islice, repeat
+from operator import add, and_, floordiv, ge, mod, mul, ne, or_, sub
 from pathlib import Path
 from typing import IO, Any
 
 from lineprofiler.report.merge import merge_run
 from lineprofiler.report.model import MergedRun, Worker
+from lineprofiler.runfile.layout import THREADS_MARK
 from lineprofiler.runfile.samples import (
     BASE_WORDS,
     F_GPU,
@@ -59,7 +64,8 @@ from lineprofiler.runfile.worker_doc import WorkerFileError, load_worker_doc
 MAX_POINTS = 43_200  # a worker's points at most: 12 hours at the default 1 s interval
 # Upper bounds of one point's JSON text (an E, a B, an RSS and an I/O event; track ids below 10^7,
 # timestamps below 10^13 us (115 days into a run), values of at most 20 characters, a slice name
-# of at most MAX_SLICE_NAME UTF-8 bytes, 240 once quotes are escaped): 583 and 100 bytes.
+# of at most MAX_SLICE_NAME UTF-8 bytes, 240 once quotes are escaped, and a B event's on_threads
+# args): 610 and 100 bytes.
 BYTES_PER_POINT = 620
 BYTES_PER_GPU_POINT = 110
 MAX_SLICE_NAME = 120  # UTF-8 bytes of a slice's name (longer phase paths are cut)
@@ -99,13 +105,6 @@ def _sidecars(w: Worker, within: str) -> tuple[Path, Path | None] | None:
     return side, tag_path
 
 
-def _compact(x: float) -> float | int:
-    """A compact number (``x`` already rounded): integers stay integers, others as they are."""
-    if x.is_integer() and -1e15 < x < 1e15:
-        return int(x)
-    return x
-
-
 def _points(t: SampleTable) -> Iterator[tuple[int, int, int, int, int, int, int, list[int]]]:
     """(end_ns, dt_ns, tag, flags, read_bytes, write_bytes, rss, gpu words) per point; rows are
     merged ``k`` at a time when there are more than MAX_POINTS (sums of bytes and dt, the max
@@ -140,86 +139,172 @@ def _dump(obj: dict[str, Any]) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
+def _rows_with(n: int, flags: Any, bit: int, col: Any, lo: int) -> tuple[list[int], bool]:
+    """The rows whose flags hold ``bit`` and whose ``col`` value is at least ``lo``; and whether
+    that is every row (then the columns need no gathering)."""
+    if n and min(map(and_, flags, repeat(bit))) and min(col) >= lo:
+        return list(range(n)), True
+    return [i for i in compress(range(n), map(and_, flags, repeat(bit))) if col[i] >= lo], False
+
+
+def _changed(idx: list[int], every: bool, *cols: Any) -> list[int]:
+    """The indices of ``idx`` whose values (one per column) differ from the previous index's (the
+    first always): a counter track needs a point only where its value changed. ``every``: idx
+    is every row."""
+    if not idx:
+        return []
+    keep: Any = None
+    for col in cols:
+        vals = col if every else [col[i] for i in idx]
+        ne_ = map(ne, vals, chain((None,), vals))
+        keep = ne_ if keep is None else map(or_, keep, ne_)
+    return list(compress(idx, keep))
+
+
+def _counter_text(template: str, *cols: Any, at: list[int]) -> str:
+    """``template`` (one event, its values as ``%`` fields, ending ",\n") for each index of
+    ``at``, formatted in one ``%`` over the whole track: a field per column."""
+    if not at:
+        return ""
+    if len(at) == len(cols[0]):  # a point at every row: the columns as they are
+        rows = zip(*cols, strict=True)
+    else:
+        rows = zip(*([c[i] for i in at] for c in cols), strict=True)
+    return (template * len(at)) % tuple(chain.from_iterable(rows))
+
+
+# The decimals of a fixed-point value, written as repr writes a rounded float: the shortest
+# (5.1, not 5.100; 5, not 5.0). Index: the fractional units.
+_DECIMALS = {
+    10: [""] + [f".{i}" for i in range(1, 10)],
+    1000: [""] + [f".{i:03d}".rstrip("0") for i in range(1, 1000)],
+}
+
+
+def _fixed(units: Any, per: int) -> tuple[list[int], list[str]]:
+    """Whole parts and decimals (text) of values counted in 1/per units (never negative)."""
+    return (
+        list(map(floordiv, units, repeat(per))),
+        list(map(_DECIMALS[per].__getitem__, map(mod, units, repeat(per)))),
+    )
+
+
 def worker_events(
     tid: int, w: Worker, t: SampleTable, tags: dict[int, tuple[str, ...]], origin_ns: int
-) -> Iterator[str]:
-    """One worker's events as JSON texts, in timestamp order."""
-    yield _dump({"ph": "M", "pid": tid, "name": "process_name", "args": {"name": track_name(w)}})
-    yield _dump({"ph": "M", "pid": tid, "name": "process_sort_index", "args": {"sort_index": tid}})
-    yield _dump(
-        {"ph": "M", "pid": tid, "tid": 1, "name": "thread_name", "args": {"name": "phases"}}
-    )
-    # Events are formatted directly (numbers only; names encoded once), the hot loop of export.
-    open_tag = 0  # the phase slice open on the track (0: none)
-    end_us = 0
-    names: dict[int, str] = {}
-    last_rss: Any = None
-    last_io: Any = None
-    last_gpu: list[Any] = [None] * t.n_gpu
-    c_head = f'{{"ph":"C","pid":{tid},"name":'
-    n_gpu = t.n_gpu
+) -> tuple[list[str], int]:
+    """One worker's events as JSON text: chunks, each of events joined by ",\n" (its metadata, its
+    phase slices, then each counter track), every track in timestamp order; and how many events."""
+    meta = [
+        _dump({"ph": "M", "pid": tid, "name": "process_name", "args": {"name": track_name(w)}}),
+        _dump({"ph": "M", "pid": tid, "name": "process_sort_index", "args": {"sort_index": tid}}),
+        _dump({"ph": "M", "pid": tid, "tid": 1, "name": "thread_name", "args": {"name": "phases"}}),
+    ]
     if t.rows == 0:
-        return
-    # The per-point numbers are computed column-wise (C-level map loops, the same operations in
-    # the same order as one point at a time); the loop below only compares and formats. One
-    # point per row: the table's own columns; else _points' merged points, transposed.
+        return [",\n".join(meta)], len(meta)
+    n_gpu = t.n_gpu
+    # The hot loop of export, column-wise: C-level maps over the columns, one ``%`` per track.
+    # One point per row: the table's own columns; else _points' merged points, transposed.
     if t.rows <= MAX_POINTS:
         c = t.cols
         ends, dts, tags_, flags_ = c[W_T], c[W_DT], c[W_TAG], c[W_FLAGS]
         rbs, wbs, rsss = c[W_RB], c[W_WB], c[W_RSS]
-        gw = [c[BASE_WORDS + j] for j in range(2 * n_gpu)]
-        gpus: Any = list(zip(*gw, strict=True)) if gw else [()] * t.rows
+        gw: list[Any] = [c[BASE_WORDS + j] for j in range(2 * n_gpu)]
     else:
         pts = list(_points(t))
         ends, dts, tags_, flags_, rbs, wbs, rsss, gpus = zip(*pts, strict=True)
         del pts
-    rss_mb = list(map(round, map(truediv, rsss, repeat(1e6)), repeat(1)))
-    secs = [d / 1e9 if d > 0 else 1.0 for d in dts]  # dt <= 0: no I/O point is written
-    rd_mbs = list(map(round, map(truediv, map(truediv, rbs, repeat(1e6)), secs), repeat(3)))
-    wr_mbs = list(map(round, map(truediv, map(truediv, wbs, repeat(1e6)), secs), repeat(3)))
-    for end_ns, dt_ns, tag, flags, rss, gpu, v, rd, wr in zip(
-        ends, dts, tags_, flags_, rsss, gpus, rss_mb, rd_mbs, wr_mbs, strict=True
-    ):
-        start_us = (end_ns - dt_ns - origin_ns) // 1000
-        if start_us < end_us:
-            start_us = end_us
-        end_us = (end_ns - origin_ns) // 1000
-        if end_us < start_us:
-            end_us = start_us
-        if tag != open_tag:
-            if open_tag:
-                yield f'{{"ph":"E","pid":{tid},"tid":1,"ts":{start_us}}}'
-            if tag:
-                name = names.get(tag)
-                if name is None:
-                    text = slice_name(tags.get(tag, ("(unknown phase)",)))
-                    name = names[tag] = json.dumps(text, ensure_ascii=False)
-                yield f'{{"ph":"B","pid":{tid},"tid":1,"name":{name},"ts":{start_us}}}'
-            open_tag = tag
-        # A rounded value is compared with the last one written (5.0 == 5), and only made
-        # compact when it is written.
-        if flags & F_RSS and rss >= 0 and v != last_rss:
-            last_rss = v
-            yield f'{c_head}"RSS (MB)","ts":{start_us},"args":{{"rss":{_compact(v)}}}}}'
-        if flags & F_IO and dt_ns > 0:
-            io = (rd, wr)
-            if io != last_io:
-                last_io = io
-                yield (
-                    f'{c_head}"I/O (MB/s)","ts":{start_us},'
-                    f'"args":{{"read":{_compact(rd)},"write":{_compact(wr)}}}}}'
-                )
-        if flags & F_GPU:
-            for k in range(n_gpu):
-                busy, mine = gpu[2 * k], max(0, gpu[2 * k + 1])
-                if busy >= 0 and (busy, mine) != last_gpu[k]:
-                    last_gpu[k] = (busy, mine)
-                    yield (
-                        f'{c_head}"GPU {k} (%)","ts":{start_us},'
-                        f'"args":{{"busy":{busy},"this run":{mine}}}}}'
-                    )
+        gw = [[g[j] for g in gpus] for j in range(2 * n_gpu)]
+    n = len(ends)
+    # A point starts where its row began, never before the previous point's end (a clock that
+    # stepped back is clamped), and ends no earlier than it starts: end_us is the running max.
+    since = list(map(sub, ends, repeat(origin_ns)))
+    raw_start = list(map(floordiv, map(sub, since, dts), repeat(1000)))
+    raw_end = list(map(floordiv, since, repeat(1000)))
+    del since
+    if (
+        raw_start[0] >= 0
+        and all(map(ge, raw_end, raw_start))
+        and all(map(ge, islice(raw_start, 1, None), raw_end))
+    ):  # the usual rows: each begins where (or after) the previous one ended, none reversed
+        start_us, end_us = raw_start, raw_end[-1]
+    else:
+        end_acc = list(accumulate(map(max, raw_end, raw_start), max, initial=0))
+        start_us = list(map(max, raw_start, end_acc))  # end_acc[i]: the previous point's end
+        end_us = end_acc[-1]
+    del raw_end
+
+    # Slices: the phase (the row's tag) changes only every so often; each change ends the open
+    # slice and begins the next where that row began.
+    slices: list[str] = []
+    names: dict[int, str] = {}
+    open_tag = 0
+    for i in compress(range(n), map(ne, tags_, chain((0,), tags_))):
+        tag, ts = tags_[i], start_us[i]
+        if open_tag:
+            slices.append(f'{{"ph":"E","pid":{tid},"tid":1,"ts":{ts}}}')
+        if tag:
+            name = names.get(tag)
+            if name is None:
+                path = tags.get(tag, ("(unknown phase)",))
+                name = json.dumps(slice_name(path), ensure_ascii=False)
+                if THREADS_MARK in path:  # run attached to another thread's phase (issue 33)
+                    name += ',"args":{"on_threads":true}'
+                names[tag] = name
+            slices.append(f'{{"ph":"B","pid":{tid},"tid":1,"name":{name},"ts":{ts}}}')
+        open_tag = tag
     if open_tag:
-        yield f'{{"ph":"E","pid":{tid},"tid":1,"ts":{end_us}}}'
+        slices.append(f'{{"ph":"E","pid":{tid},"tid":1,"ts":{end_us}}}')
+
+    # Counters: a point where the track's flag is set and its rounded value changed since the
+    # last point written. Values in integer units, rounded half up: RSS in 0.1 MB (100 kB), I/O
+    # in 0.001 MB/s (bytes per dt_ns x 10^6 / 1000); written as the shortest decimal.
+    c_head = f'{{"ph":"C","pid":{tid},"name":'
+    dt_pos = [d if d > 0 else 1 for d in dts]  # dt <= 0: no I/O point is written
+    rss_units = list(map(floordiv, map(add, rsss, repeat(50_000)), repeat(100_000)))
+    if min(rbs, default=0) < 0 or min(wbs, default=0) < 0:  # (never written by the sampler)
+        rbs = list(map(max, rbs, repeat(0)))
+        wbs = list(map(max, wbs, repeat(0)))
+    two_dt = list(map(mul, dt_pos, repeat(2)))
+    rd_units = list(map(floordiv, map(add, map(mul, rbs, repeat(2_000_000)), dt_pos), two_dt))
+    wr_units = list(map(floordiv, map(add, map(mul, wbs, repeat(2_000_000)), dt_pos), two_dt))
+    with_rss, every = _rows_with(n, flags_, F_RSS, rsss, 0)
+    rss_at = _changed(with_rss, every, rss_units)
+    with_io, every = _rows_with(n, flags_, F_IO, dts, 1)
+    io_at = _changed(with_io, every, rd_units, wr_units)
+    rss_text = _counter_text(
+        c_head + '"RSS (MB)","ts":%d,"args":{"rss":%d%s}},\n',
+        start_us,
+        *_fixed(rss_units, 10),
+        at=rss_at,
+    )
+    io_text = _counter_text(
+        c_head + '"I/O (MB/s)","ts":%d,"args":{"read":%d%s,"write":%d%s}},\n',
+        start_us,
+        *_fixed(rd_units, 1000),
+        *_fixed(wr_units, 1000),
+        at=io_at,
+    )  # fmt: skip
+    counters = rss_text + io_text
+    n_events = len(meta) + len(slices) + len(rss_at) + len(io_at)
+    for k in range(n_gpu):
+        busy_col, mine_col = gw[2 * k], gw[2 * k + 1]
+        mine = list(map(max, repeat(0), mine_col))
+        with_gpu, every = _rows_with(n, flags_, F_GPU, busy_col, 0)
+        at = _changed(with_gpu, every, busy_col, mine)
+        n_events += len(at)
+        counters += _counter_text(
+            c_head + f'"GPU {k} (%%)","ts":%d,"args":{{"busy":%d,"this run":%d}}}},\n',
+            start_us,
+            busy_col,
+            mine,
+            at=at,
+        )
+    chunks = [",\n".join(meta)]
+    if slices:
+        chunks.append(",\n".join(slices))
+    if counters:
+        chunks.append(counters[:-2])  # its last ",\n"
+    return chunks, n_events
 
 
 def export_perfetto(run_dir: str | Path, out: IO[str]) -> dict[str, Any]:
@@ -246,12 +331,11 @@ def export_perfetto(run_dir: str | Path, out: IO[str]) -> dict[str, Any]:
         tags = read_tags(files[1], run.run_dir) if files[1] is not None else {0: ()}
         info["workers"] += 1
         # one write per worker: its events joined (the text of one worker, as its table is)
-        events = list(worker_events(tid, w, table, tags, origin_ns))
+        chunks, n_events = worker_events(tid, w, table, tags, origin_ns)
         del table
-        if events:
-            out.write(("" if first else ",\n") + ",\n".join(events))
-            first = False
-            info["events"] += len(events)
-        del events
+        out.write(("" if first else ",\n") + ",\n".join(chunks))
+        first = False
+        info["events"] += n_events
+        del chunks
     out.write("\n]}\n")
     return info

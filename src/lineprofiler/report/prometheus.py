@@ -5,7 +5,9 @@ One endpoint serves the whole run, however many processes and nodes wrote it: ev
 files, phases only, exactly as ``report`` does. No process of the run exposes anything, so
 there are no per-process ports and none of prometheus_client's multiprocess mode.
 
-Families (labels ``role`` and ``phase``, the phase's full name ``a/b``; times in seconds):
+Families (labels ``role``, ``phase``, the phase's full name ``a/b``, and ``on_threads``: ``true``
+for work handed to other threads inside its parent phase, a path through ``[threads]``, whose time
+ran in parallel with its parent's; else ``false``; times in seconds):
 
 - ``lineprofiler_phase_calls_total``: completed entries (counter);
 - ``lineprofiler_phase_seconds_total``: the phase's time, process-time summed over the role's
@@ -20,6 +22,8 @@ Families (labels ``role`` and ``phase``, the phase's full name ``a/b``; times in
   is exact: no entry is moved across a bound. ``_sum`` is the completed entries' wall time;
 - ``lineprofiler_phase_counter_total`` (label ``counter``): ``p.count()`` totals, and
   ``lineprofiler_phase_counter_rate``: the same per second of the phase's time (gauge);
+- ``lineprofiler_phase_threads``: for work handed to other threads, how many threads ran it
+  (gauge; the report's ``(on N threads)``);
 - ``lineprofiler_processes`` (label ``state``: running, closed, stale): worker files by state;
 - ``lineprofiler_unreadable_files``: worker files of the served attempt that could not be used
   (the report names each under its caveats), so a file that turns bad while serving shows;
@@ -46,9 +50,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from lineprofiler.report.fold import DocCache
 from lineprofiler.report.merge import merge_run
 from lineprofiler.report.model import MergedRun
 from lineprofiler.report.view import role_view
+from lineprofiler.runfile.safe_read import reuse_dirs
 from lineprofiler.runfile.stats import HIST_BUCKETS, bucket_of
 
 DEFAULT_PORT = 9464
@@ -113,7 +119,7 @@ def families(run: MergedRun, per_process: bool = False, merge_s: float = 0.0) ->
         HistogramMetricFamily,
     )
 
-    rp = ["role", "phase"]
+    rp = ["role", "phase", "on_threads"]
     calls = CounterMetricFamily(
         "lineprofiler_phase_calls", "Completed entries of the phase.", labels=rp
     )
@@ -138,6 +144,11 @@ def families(run: MergedRun, per_process: bool = False, merge_s: float = 0.0) ->
         "p.count() per second of the phase's time.",
         labels=rp + ["counter"],
     )
+    threads = GaugeMetricFamily(
+        "lineprofiler_phase_threads",
+        "Threads that ran work handed to them inside the parent phase (on_threads only).",
+        labels=rp,
+    )
     procs = GaugeMetricFamily(
         "lineprofiler_processes",
         "Worker processes of the run by state.",
@@ -149,8 +160,10 @@ def families(run: MergedRun, per_process: bool = False, merge_s: float = 0.0) ->
             if not path:
                 continue
             s = row.stats
-            labels = [name, row.name]
+            labels = [name, row.name, "true" if row.on_threads else "false"]
             calls.add_metric(labels, s.calls)
+            if row.on_threads:
+                threads.add_metric(labels, s.threads)
             if not per_process:
                 seconds.add_metric(labels, row.time_ns / 1e9)
             if row.wait_fraction is not None:  # n/a: CPU not measured, or async entries
@@ -190,7 +203,10 @@ def families(run: MergedRun, per_process: bool = False, merge_s: float = 0.0) ->
         "Worker files of the served attempt that could not be used (see the report's caveats).",
     )
     bad.add_metric([], len(run.unreadable))
-    return [calls, seconds, wait, hist, ctr, rate, procs, bad, info, took, *_live_families(run)]
+    return [
+        calls, seconds, wait, hist, ctr, rate, threads, procs, bad, info, took,
+        *_live_families(run),
+    ]  # fmt: skip
 
 
 def _live_families(run: MergedRun) -> list[Any]:
@@ -245,6 +261,7 @@ class RunCollector:
         self._families: list[Any] = []
         self._ok = True
         self.merges = 0
+        self._cache = DocCache()  # files unchanged since the last scrape are not parsed again
 
     def refresh(self) -> list[Any]:
         """The families, re-merged when the last merge is older than ``interval_s``.
@@ -257,7 +274,8 @@ class RunCollector:
             if self._at is None or now - self._at >= self.interval_s:
                 t0 = time.perf_counter()
                 try:
-                    run = merge_run(self.run_dir, with_samples=False, jobs=1)
+                    with reuse_dirs():  # the run's directories opened once per merge
+                        run = merge_run(self.run_dir, with_samples=False, jobs=1, cache=self._cache)
                     got = families(run, self.per_process, time.perf_counter() - t0)
                 except Exception:
                     if self._at is None:

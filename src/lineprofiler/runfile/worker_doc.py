@@ -459,12 +459,13 @@ def _records(
     # the worker's lifetime (with slack for the two clocks).
     limit = _MAX_NS if lifetime_ns is None else lifetime_ns * 1.01 + 1e9
     out: list[PhaseRecord] = []
+    owners = _handing_threads(doc) if thread_names else {}
     for i, thread in enumerate(doc.threads):
         folded += thread.folded_entries
         overflow += thread.depth_overflow
         prefix: Path_ = ()
         if thread_names:
-            prefix = (str(thread.name or f"thread-{thread.tid}"),)
+            prefix = _thread_prefix(thread)
         for rec in thread.phases:
             every = rec.sample_every
             # asyncio tasks' entries that spanned an await (and, on a thread with tasks, open
@@ -480,6 +481,8 @@ def _records(
             if io is not None:
                 io = {str(k): v for k, v in io.items() if type(v) is int and 0 <= v <= _MAX_NS}
             path = prefix + tuple(rec.path)
+            if owners and THREADS_MARK in rec.path:  # under the thread that handed it out
+                path = owners.get(_handed_from(rec.path), prefix) + tuple(rec.path)
             _add_time(path_ns, path, rec.wall_ns + rec.open_ns)
             if thread_names and len(rec.path) == 1:
                 _add_time(path_ns, prefix, rec.wall_ns + rec.open_ns)
@@ -496,6 +499,33 @@ def _records(
                 )
                 out.append((prefix, node, every, True, None))
     return out, folded, overflow
+
+
+def _thread_prefix(thread: _Thread) -> Path_:
+    """A thread's own node under ``thread_names``: its name."""
+    return (str(thread.name or f"thread-{thread.tid}"),)
+
+
+def _handed_from(path: list[str]) -> Path_:
+    """The path work handed to another thread was handed from: before its first ``[threads]``."""
+    return tuple(path[: path.index(THREADS_MARK)])
+
+
+def _handing_threads(doc: WorkerDoc | _Threads) -> dict[Path_, Path_]:
+    """Under ``thread_names``: for each path work was handed from, the name node of the one
+    thread whose own records hold that path, so the attached work nests under it
+    (``MainThread/step/[threads]/work``, not under the pool thread's name). A path held by no
+    thread of the file, or by several (two threads handing work from their own ``step``), is not
+    in the map: such work stays under the name of the thread that ran it."""
+    wanted = {_handed_from(r.path) for t in doc.threads for r in t.phases if THREADS_MARK in r.path}
+    if not wanted:
+        return {}
+    found: dict[Path_, set[Path_]] = {}
+    for t in doc.threads:
+        for r in t.phases:
+            if tuple(r.path) in wanted:  # (none of them holds a [threads])
+                found.setdefault(tuple(r.path), set()).add(_thread_prefix(t))
+    return {p: next(iter(s)) for p, s in found.items() if len(s) == 1}
 
 
 def _add_time(path_ns: dict[Path_, int], path: Path_, ns: int) -> None:
