@@ -26,7 +26,7 @@ Definitions (the report's I/O, MEMORY and GPU blocks):
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import compress, repeat
 from operator import and_, eq, le, mul, ne
 from pathlib import Path
@@ -190,11 +190,17 @@ def _count(value: Any) -> int:
 
 
 def read_worker_samples(
-    run: MergedRun, worker: Worker, status: Mapping[str, Any], file_path: Path
+    run: MergedRun,
+    worker: Worker,
+    status: Mapping[str, Any],
+    file_path: Path,
+    also: Callable[[Worker, SampleTable, dict[int, tuple[str, ...]]], None] | None = None,
 ) -> None:
     """Reduces one worker's sidecar into ``run.samples`` (merge_run, with_samples=True).
 
-    ``status`` is the worker document's ``samples`` object; ``file_path`` its worker file.
+    ``status`` is the worker document's ``samples`` object; ``file_path`` its worker file;
+    ``also``: called with the table and its tags once read (the timeline's bins), so nothing
+    reads a sidecar twice.
     """
     if not isinstance(status, dict):
         return  # sampler off for this worker (sample_interval_s=None): no rows, no caveat
@@ -229,6 +235,8 @@ def read_worker_samples(
         else {0: NO_PHASE}
     )
     reduce_table(res, table, tags, worker)
+    if also is not None:
+        also(worker, table, tags)
     rss_failed = _count(status.get("rss_failed"))
     if rss_failed and table.rows > rss_failed:
         res.caveats.append(

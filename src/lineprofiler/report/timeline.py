@@ -112,27 +112,46 @@ def _interval_ns(run: MergedRun) -> int | None:
     return None
 
 
-def build_timeline(run: MergedRun, bins: int = DEFAULT_BINS) -> Timeline | None:
-    """The run's binned series; None when no worker has sampler rows."""
-    if run.start_time is None or run.end_time is None or bins < 1:
-        return None
-    start, end = int(run.start_time * 1e9), int(run.end_time * 1e9)
-    if end <= start:
-        end = start + 1
-    interval = _interval_ns(run)
-    if interval:  # never thinner than the sampler's interval (else most bins have no row)
-        bins = max(1, min(bins, (end - start) // interval))
-    tl = Timeline(start, end, bins, [0.0] * bins, [0] * bins, [0] * bins)
-    span = end - start
-    phase_ns: list[dict[tuple[str, ...], int]] = [{} for _ in range(bins)]
-    cuts = [start + span * k // bins for k in range(1, bins)]  # where bin k-1 ends
-    busy_acc: dict[tuple[str, int], list[list[float]]] = {}
-    mine_acc: dict[tuple[str, int], list[list[float]]] = {}
-    for w in run.workers:
-        got = _table(w, run.run_dir)
-        if got is None or got[0].rows == 0:
-            continue
-        t, tags = got
+class TimelineBuilder:
+    """Bins workers' sampler rows as they are read, one table at a time: what the merge calls on
+    each sidecar it has just read (``merge_run(timeline_bins=...)``), so ``report --html`` reads
+    every sidecar once. Memory is the bins (a few numbers and a phase tally each), never rows.
+
+    The bins are set at the first table with rows: never thinner than its sampler interval."""
+
+    def __init__(self, start_ns: int, end_ns: int, bins: int = DEFAULT_BINS) -> None:
+        self.start, self.end = start_ns, max(end_ns, start_ns + 1)
+        self.want = bins
+        self.tl: Timeline | None = None
+        self.phase_ns: list[dict[tuple[str, ...], int]] = []
+        self.cuts: list[int] = []
+        self.busy_acc: dict[tuple[str, int], list[list[float]]] = {}
+        self.mine_acc: dict[tuple[str, int], list[list[float]]] = {}
+
+    @classmethod
+    def for_run(cls, run: MergedRun, bins: int = DEFAULT_BINS) -> TimelineBuilder | None:
+        """A builder over the run's span; None when the run has none."""
+        if run.start_time is None or run.end_time is None or bins < 1:
+            return None
+        return cls(int(run.start_time * 1e9), int(run.end_time * 1e9), bins)
+
+    def _open(self, interval: int) -> Timeline:
+        start, end, bins = self.start, self.end, self.want
+        if interval:  # never thinner than the sampler's interval (else most bins have no row)
+            bins = max(1, min(bins, (end - start) // interval))
+        tl = self.tl = Timeline(start, end, bins, [0.0] * bins, [0] * bins, [0] * bins)
+        span = end - start
+        self.phase_ns = [{} for _ in range(bins)]
+        self.cuts = [start + span * k // bins for k in range(1, bins)]  # where bin k-1 ends
+        return tl
+
+    def add(self, w: Worker, t: SampleTable, tags: dict[int, tuple[str, ...]]) -> None:
+        """Bins one worker's rows."""
+        if t.rows == 0:
+            return
+        tl = self.tl if self.tl is not None else self._open(t.interval_ns)
+        bins, phase_ns = tl.bins, self.phase_ns
+        busy_acc, mine_acc = self.busy_acc, self.mine_acc
         tl.workers += 1
         c = t.cols
         ts, dt, flags = c[W_T], c[W_DT], c[W_FLAGS]
@@ -155,12 +174,12 @@ def build_timeline(run: MergedRun, bins: int = DEFAULT_BINS) -> Timeline | None:
                 rss_ok = [bool(f & F_RSS) and v >= 0 for f, v in zip(flags, rss, strict=True)]
         else:
             rss = None
-        bounds = [0, *[bisect_right(ts, x) for x in cuts], t.rows]
+        bounds = _bounds(ts, self.cuts, t.rows)
         # only the bins holding rows: a worker of a minute in a run of hours fills a few of them
         filled = [b for b in range(bins) if bounds[b + 1] > bounds[b]]
         if not t.n_gpu and t.rows <= 2 * len(filled):  # about a row per bin: row by row
             _add_rows(tl, phase_ns, filled, bounds, rb, wb, rss, rss_ok, c[W_TAG], tags, t)
-            continue
+            return
         for b_ in filled:
             lo, hi = bounds[b_], bounds[b_ + 1]
             if rb is not None:
@@ -200,14 +219,39 @@ def build_timeline(run: MergedRun, bins: int = DEFAULT_BINS) -> Timeline | None:
                     # this process's time-weighted mean; processes add up
                     ma[b_][0] += sum(map(mul, pos, d_read)) / max(1, sum(d_read))
                     ma[b_][1] = 1.0
-    if not tl.workers:
+
+    def finish(self) -> Timeline | None:
+        """The binned series; None when no worker had rows."""
+        tl = self.tl
+        if tl is None or not tl.workers:
+            return None
+        tl.phase = [max(acc, key=lambda p: (acc[p], p)) if acc else None for acc in self.phase_ns]
+        for key, acc in self.busy_acc.items():
+            tl.gpu_busy[key] = [a / d if d else None for a, d in acc]
+        for key, acc in self.mine_acc.items():
+            tl.gpu_mine[key] = [a if d else None for a, d in acc]
+        return tl
+
+
+def _bounds(ts: Sequence[int], cuts: list[int], rows: int) -> list[int]:
+    """Each bin's first row (and the end): the rows are in time order."""
+    return [0, *[bisect_right(ts, x) for x in cuts], rows]
+
+
+def build_timeline(run: MergedRun, bins: int = DEFAULT_BINS) -> Timeline | None:
+    """The run's binned series, reading every worker's sidecars (a run merged without
+    ``timeline_bins``); None when no worker has sampler rows."""
+    builder = TimelineBuilder.for_run(run, bins)
+    if builder is None:
         return None
-    tl.phase = [max(acc, key=lambda p: (acc[p], p)) if acc else None for acc in phase_ns]
-    for key, acc in busy_acc.items():
-        tl.gpu_busy[key] = [a / d if d else None for a, d in acc]
-    for key, acc in mine_acc.items():
-        tl.gpu_mine[key] = [a if d else None for a, d in acc]
-    return tl
+    interval = _interval_ns(run)
+    if interval:
+        builder._open(interval)
+    for w in run.workers:
+        got = _table(w, run.run_dir)
+        if got is not None:
+            builder.add(w, *got)
+    return builder.finish()
 
 
 def _add_rows(
