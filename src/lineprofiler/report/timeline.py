@@ -21,10 +21,10 @@ import sys
 from array import array
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import compress, repeat
-from operator import le, mul, ne
+from itertools import accumulate, compress, repeat
+from operator import add, and_, eq, le, mul, ne, sub, truediv
 from pathlib import Path
 
 from lineprofiler.report.model import MergedRun, Worker
@@ -91,11 +91,6 @@ def _table(w: Worker, within: str) -> tuple[SampleTable, dict[int, tuple[str, ..
     return table, read_tags(side.with_suffix(TAGS_SUFFIX), within)
 
 
-def compress_or_zero(col: Iterable[int], keep: list[bool]) -> Iterable[int]:
-    """``col`` with the values ``keep`` does not vouch for replaced by 0."""
-    return (v if k else 0 for v, k in zip(col, keep, strict=True))
-
-
 def _interval_ns(run: MergedRun) -> int | None:
     """The first sampled worker's row interval (its sidecar header), or None."""
     for w in run.workers:
@@ -123,7 +118,9 @@ class TimelineBuilder:
         self.start, self.end = start_ns, max(end_ns, start_ns + 1)
         self.want = bins
         self.tl: Timeline | None = None
-        self.phase_ns: list[dict[tuple[str, ...], int]] = []
+        # per phase path, per bin: its rows and their process-time (rows x interval)
+        self.phase_rows: dict[tuple[str, ...], list[int]] = {}
+        self.phase_ns: dict[tuple[str, ...], list[int]] = {}
         self.cuts: list[int] = []
         self.busy_acc: dict[tuple[str, int], list[list[float]]] = {}
         self.mine_acc: dict[tuple[str, int], list[list[float]]] = {}
@@ -141,64 +138,90 @@ class TimelineBuilder:
             bins = max(1, min(bins, (end - start) // interval))
         tl = self.tl = Timeline(start, end, bins, [0.0] * bins, [0] * bins, [0] * bins)
         span = end - start
-        self.phase_ns = [{} for _ in range(bins)]
         self.cuts = [start + span * k // bins for k in range(1, bins)]  # where bin k-1 ends
         return tl
 
     def add(self, w: Worker, t: SampleTable, tags: dict[int, tuple[str, ...]]) -> None:
-        """Bins one worker's rows."""
+        """Bins one worker's rows.
+
+        Every series is C-level passes over the worker's columns and over the bins: a prefix sum
+        of each column, read at each bin's first row (``bounds``, by bisection on the
+        time-ordered rows), so a bin's sum is the difference of two prefixes; nothing loops in
+        Python over rows or bins (but GPU columns, per filled bin)."""
         if t.rows == 0:
             return
         tl = self.tl if self.tl is not None else self._open(t.interval_ns)
-        bins, phase_ns = tl.bins, self.phase_ns
-        busy_acc, mine_acc = self.busy_acc, self.mine_acc
         tl.workers += 1
         c = t.cols
-        ts, dt, flags = c[W_T], c[W_DT], c[W_FLAGS]
+        ts, flags = c[W_T], c[W_FLAGS]
         distinct = set(flags)
-        # Columns a flag does not vouch for are zeroed (one Python pass, only when some row lacks
-        # the flag); then every bin is C-level slices of the time-ordered rows.
-        rb, wb = c[W_RB], c[W_WB]
+        bounds = [0, *map(bisect_right, repeat(ts), self.cuts), t.rows]
+        lower, upper = bounds[:-1], bounds[1:]
+        counts = list(map(sub, upper, lower))  # rows per bin
+
+        def per_bin(col: Iterable[int]) -> list[int]:
+            pre = list(accumulate(col, initial=0))
+            return list(map(sub, map(pre.__getitem__, upper), map(pre.__getitem__, lower)))
+
         if any(f & F_IO for f in distinct):
             tl.has_io = True
-            if not all(f & F_IO for f in distinct):
-                keep = [bool(f & F_IO) for f in flags]
-                rb = array("q", compress_or_zero(rb, keep))
-                wb = array("q", compress_or_zero(wb, keep))
-        else:
-            rb = wb = None
-        rss = c[W_RSS]
-        rss_ok: list[bool] | None = None
+            rb, wb = c[W_RB], c[W_WB]
+            if not all(f & F_IO for f in distinct):  # columns the flag does not vouch for: 0
+                keep = bytes(map(bool, map(and_, flags, repeat(F_IO))))
+                rb, wb = map(mul, rb, keep), map(mul, wb, keep)
+            tl.read = list(map(add, tl.read, per_bin(rb)))
+            tl.write = list(map(add, tl.write, per_bin(wb)))
         if any(f & F_RSS for f in distinct):
-            if not all(f & F_RSS for f in distinct) or min(rss, default=0) < 0:
-                rss_ok = [bool(f & F_RSS) and v >= 0 for f, v in zip(flags, rss, strict=True)]
+            rss: Iterable[int] = c[W_RSS]
+            n = counts
+            if not all(f & F_RSS for f in distinct) or min(c[W_RSS], default=0) < 0:
+                ok = bytes(
+                    map(and_, map(bool, map(and_, flags, repeat(F_RSS))), map(le, repeat(0), rss))
+                )
+                rss, n = map(mul, c[W_RSS], ok), per_bin(ok)
+            if any(n):  # each bin: this process's mean RSS over its rows there (none: 0)
+                tl.has_rss = True
+                tl.rss = list(map(add, tl.rss, map(truediv, per_bin(rss), map(max, n, repeat(1)))))
+        tag = c[W_TAG]
+        ids = set(tag)
+        unknown = ("(unknown phase)",)
+        if len(ids) <= 16:  # one pass per distinct tag (a handful)
+            for g in ids:
+                path = tags.get(g, unknown)
+                if path != NO_PHASE:  # rows are one interval each: count, weighted by it
+                    self._tally(path, per_bin(map(eq, tag, repeat(g))), t.interval_ns)
+        else:  # many tags: a Counter per filled bin
+            hits: dict[tuple[str, ...], list[int]] = {}
+            for b_ in (b for b, k in enumerate(counts) if k):
+                for g, k in Counter(tag[lower[b_] : upper[b_]]).items():
+                    path = tags.get(g, unknown)
+                    if path != NO_PHASE:
+                        row = hits.get(path)
+                        if row is None:
+                            row = hits[path] = [0] * tl.bins
+                        row[b_] += k
+            for path, row in hits.items():
+                self._tally(path, row, t.interval_ns)
+        if t.n_gpu:
+            self._add_gpus(w, t, bounds, [b for b, k in enumerate(counts) if k])
+
+    def _tally(self, path: tuple[str, ...], rows: list[int], interval: int) -> None:
+        """Adds a phase's rows per bin (each one sampler interval of the phase being open)."""
+        have = self.phase_rows.get(path)
+        if have is None:
+            self.phase_rows[path] = rows
+            self.phase_ns[path] = list(map(mul, rows, repeat(interval)))
         else:
-            rss = None
-        bounds = _bounds(ts, self.cuts, t.rows)
-        # only the bins holding rows: a worker of a minute in a run of hours fills a few of them
-        filled = [b for b in range(bins) if bounds[b + 1] > bounds[b]]
-        if not t.n_gpu and t.rows <= 2 * len(filled):  # about a row per bin: row by row
-            _add_rows(tl, phase_ns, filled, bounds, rb, wb, rss, rss_ok, c[W_TAG], tags, t)
-            return
+            self.phase_rows[path] = list(map(add, have, rows))
+            self.phase_ns[path] = list(
+                map(add, self.phase_ns[path], map(mul, rows, repeat(interval)))
+            )
+
+    def _add_gpus(self, w: Worker, t: SampleTable, bounds: list[int], filled: list[int]) -> None:
+        c, bins = t.cols, self.tl.bins if self.tl is not None else 0
+        dt = c[W_DT]
         for b_ in filled:
             lo, hi = bounds[b_], bounds[b_ + 1]
-            if rb is not None:
-                tl.read[b_] += sum(rb[lo:hi])
-                tl.write[b_] += sum(wb[lo:hi])
-            if rss is not None:
-                if rss_ok is None:
-                    tl.rss[b_] += sum(rss[lo:hi]) / (hi - lo)
-                    tl.has_rss = True
-                else:
-                    vals = list(compress(rss[lo:hi], rss_ok[lo:hi]))
-                    if vals:
-                        tl.rss[b_] += sum(vals) / len(vals)
-                        tl.has_rss = True
-            acc = phase_ns[b_]
-            for g, n in Counter(c[W_TAG][lo:hi]).items():
-                path = tags.get(g, ("(unknown phase)",))
-                if path != NO_PHASE:  # rows are one interval each: count, weighted by it
-                    acc[path] = acc.get(path, 0) + n * t.interval_ns
             for k in range(t.n_gpu):
                 key = (w.host, k)
                 busy, mine, d = (
@@ -208,12 +231,12 @@ class TimelineBuilder:
                 )
                 ok = bytes(map(le, repeat(0), busy))
                 if any(ok):
-                    ba = busy_acc.setdefault(key, [[0.0, 0.0] for _ in range(bins)])
+                    ba = self.busy_acc.setdefault(key, [[0.0, 0.0] for _ in range(bins)])
                     ba[b_][0] += sum(map(mul, compress(busy, ok), compress(d, ok)))
                     ba[b_][1] += sum(compress(d, ok))
                 read = bytes(map(ne, mine, repeat(-1)))
                 if any(read):
-                    ma = mine_acc.setdefault(key, [[0.0, 0.0] for _ in range(bins)])
+                    ma = self.mine_acc.setdefault(key, [[0.0, 0.0] for _ in range(bins)])
                     pos = [max(0, v) for v in compress(mine, read)]
                     d_read = list(compress(d, read))
                     # this process's time-weighted mean; processes add up
@@ -225,17 +248,21 @@ class TimelineBuilder:
         tl = self.tl
         if tl is None or not tl.workers:
             return None
-        tl.phase = [max(acc, key=lambda p: (acc[p], p)) if acc else None for acc in self.phase_ns]
+        # each bin's phase: the most process-time there (ties: the greater path), among the
+        # phases with a row in it
+        best: list[tuple[int, tuple[str, ...]] | None] = [None] * tl.bins
+        for path, rows in self.phase_rows.items():
+            ns = self.phase_ns[path]
+            for b in (b for b, k in enumerate(rows) if k):
+                cand = (ns[b], path)
+                if best[b] is None or cand > best[b]:  # type: ignore[operator]
+                    best[b] = cand
+        tl.phase = [None if x is None else x[1] for x in best]
         for key, acc in self.busy_acc.items():
             tl.gpu_busy[key] = [a / d if d else None for a, d in acc]
         for key, acc in self.mine_acc.items():
             tl.gpu_mine[key] = [a if d else None for a, d in acc]
         return tl
-
-
-def _bounds(ts: Sequence[int], cuts: list[int], rows: int) -> list[int]:
-    """Each bin's first row (and the end): the rows are in time order."""
-    return [0, *[bisect_right(ts, x) for x in cuts], rows]
 
 
 def build_timeline(run: MergedRun, bins: int = DEFAULT_BINS) -> Timeline | None:
@@ -252,43 +279,6 @@ def build_timeline(run: MergedRun, bins: int = DEFAULT_BINS) -> Timeline | None:
         if got is not None:
             builder.add(w, *got)
     return builder.finish()
-
-
-def _add_rows(
-    tl: Timeline,
-    phase_ns: list[dict[tuple[str, ...], int]],
-    filled: list[int],
-    bounds: list[int],
-    rb: Sequence[int] | None,
-    wb: Sequence[int] | None,
-    rss: Sequence[int] | None,
-    rss_ok: list[bool] | None,
-    tag_col: Sequence[int],
-    tags: dict[int, tuple[str, ...]],
-    t: SampleTable,
-) -> None:
-    """One worker's rows added row by row, for a worker with about one row per bin (where the
-    per-bin slices and sums of build_timeline cost more than the rows): the same sums in integers,
-    and each bin's RSS mean of the rows it vouches for."""
-    row_bin = [b for b in filled for _ in range(bounds[b + 1] - bounds[b])]
-    rss_sum: dict[int, int] = {}
-    rss_n: dict[int, int] = {}
-    unknown = ("(unknown phase)",)
-    interval = t.interval_ns
-    for i, b in enumerate(row_bin):
-        if rb is not None and wb is not None:
-            tl.read[b] += rb[i]
-            tl.write[b] += wb[i]
-        if rss is not None and (rss_ok is None or rss_ok[i]):
-            rss_sum[b] = rss_sum.get(b, 0) + rss[i]
-            rss_n[b] = rss_n.get(b, 0) + 1
-        path = tags.get(tag_col[i], unknown)
-        if path != NO_PHASE:
-            acc = phase_ns[b]
-            acc[path] = acc.get(path, 0) + interval
-    for b, total in rss_sum.items():
-        tl.rss[b] += total / rss_n[b]
-        tl.has_rss = True
 
 
 @dataclass
