@@ -9,7 +9,13 @@ rows per worker. Measured in this process, best of ``--rounds``:
   refresh   one top refresh: merge_run(with_samples=False) + the sidecars' tails + the frame,
             folded in this process (jobs=1, as top does) and with merge's default jobs
             (at >= 1,024 files that starts one interpreter per CPU, up to 16)
-  html      merge_run(with_samples=True) + render_html (incl. the timelines' re-read)
+  html      what ``report --html`` does: merge_run(with_samples=True, timeline_bins=240) (the
+            timelines binned during the merge's one read of the sidecars) + render_html
+  html, re-read   the same with the timelines read from the sidecars a second time by
+            render_html (the path before issue 35's round 2, still taken by a caller that merges
+            without timeline_bins): side by side with the above
+  files floor     open + read the 3 files of each worker (document, .samples, .tags) through
+            safe_read and json-parse the documents: what any report with samples must at least do
 
 Printed as seconds and as ratios to the floor; ``--json`` prints the same as one JSON object.
 """
@@ -48,6 +54,8 @@ def main() -> int:
     from lineprofiler.report.html import render_html
     from lineprofiler.report.live import frame, snapshot
     from lineprofiler.report.merge import merge_run
+    from lineprofiler.report.timeline import DEFAULT_BINS
+    from lineprofiler.runfile.safe_read import read_regular
 
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = big_run(Path(tmp) / "run", args.workers)
@@ -65,12 +73,27 @@ def main() -> int:
             return len(lines)
 
         def html() -> int:
+            run = merge_run(run_dir, with_samples=True, jobs=1, timeline_bins=DEFAULT_BINS)
+            return len(render_html(run).encode())
+
+        def html_reread() -> int:
             return len(render_html(merge_run(run_dir, with_samples=True, jobs=1)).encode())
+
+        sidecars = [(f.with_suffix(".samples"), f.with_suffix(".tags")) for f in files]
+
+        def files_floor() -> int:
+            n = 0
+            for f, (s, t) in zip(files, sidecars, strict=True):
+                n += len(json.loads(read_regular(f, 1 << 30, run_dir)))
+                n += len(read_regular(s, 1 << 30, run_dir)) + len(read_regular(t, 1 << 30, run_dir))
+            return n
 
         t_floor, _ = best(floor, args.rounds)
         t_refresh, _ = best(refresh, args.rounds)
         t_refresh_par, _ = best(lambda: refresh(None), args.rounds)
+        t_files, _ = best(files_floor, args.rounds)
         t_html, size = best(html, max(1, args.rounds - 1))
+        t_reread, _ = best(html_reread, max(1, args.rounds - 1))
     result = {
         "workers": args.workers,
         "floor_s": round(t_floor, 4),
@@ -80,6 +103,11 @@ def main() -> int:
         "html_s": round(t_html, 4),
         "html_x_floor": round(t_html / t_floor, 2),
         "html_bytes": size,
+        "html_reread_s": round(t_reread, 4),
+        "html_reread_x_floor": round(t_reread / t_floor, 2),
+        "files_floor_s": round(t_files, 4),
+        "files_floor_x_floor": round(t_files / t_floor, 2),
+        "html_x_files_floor": round(t_html / t_files, 2),
     }
     if args.json:
         print(json.dumps(result))
@@ -93,7 +121,10 @@ def main() -> int:
         f"{'  the same, default merge jobs':<34}{t_refresh_par:>10.3f}"
         f"{t_refresh_par / t_floor:>10.2f}"
     )
+    print(f"{'files floor: 3 files/worker read':<34}{t_files:>10.3f}{t_files / t_floor:>10.2f}")
     print(f"{'report --html (samples + render)':<34}{t_html:>10.3f}{t_html / t_floor:>10.2f}")
+    print(f"{'  the same, timelines re-read':<34}{t_reread:>10.3f}{t_reread / t_floor:>10.2f}")
+    print(f"report --html = {t_html / t_files:.2f}x the files floor")
     print(f"html size: {size:,} bytes for {args.workers:,} workers (target < 5 MB)")
     return 0
 

@@ -497,7 +497,7 @@ def render_html(
         # binned by the merge as it read the sidecars (report --html), else read here
         tl = run.timeline if run.timeline_binned else build_timeline(run)
     data = (
-        render_json(run, top, iteration, indent=None)
+        render_json(run, top, iteration, indent=None, view=view)
         .replace("<", "\\u003c")
         .replace(">", "\\u003e")
     )

@@ -178,9 +178,7 @@ def merge_run(
         also = builder.add if builder is not None else None
         for fw in folded_workers:
             if fw.samples is not None:
-                resources.read_worker_samples(
-                    run, fw.worker, fw.samples, Path(fw.worker.file), also
-                )
+                resources.read_worker_samples(run, fw.worker, fw.samples, fw.worker.file, also)
         resources.finish_samples(run)
         if builder is not None:
             run.timeline, run.timeline_binned = builder.finish(), True
