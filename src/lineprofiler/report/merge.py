@@ -178,7 +178,12 @@ def merge_run(
         also = builder.add if builder is not None else None
         for fw in folded_workers:
             if fw.samples is not None:
-                resources.read_worker_samples(run, fw.worker, fw.samples, fw.worker.file, also)
+                if also is None:
+                    resources.read_worker_samples(run, fw.worker, fw.samples, Path(fw.worker.file))
+                else:
+                    resources.read_worker_samples(
+                        run, fw.worker, fw.samples, Path(fw.worker.file), also=also
+                    )
         resources.finish_samples(run)
         if builder is not None:
             run.timeline, run.timeline_binned = builder.finish(), True

@@ -217,7 +217,7 @@ def read_worker_samples(
     try:
         table = read_samples(side, within=run.run_dir)
         if table.rows == 0:  # only its header, or a first row cut short: what SIGKILL leaves
-            raise SamplesError(f"{side.name}: no complete row")
+            raise SamplesError(f"{name}: no complete row")
     except (OSError, SamplesError) as exc:
         if _count(status.get("rows")) > 0:
             res.caveats.append(
