@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import accumulate, compress, repeat
-from operator import add, and_, eq, le, mul, ne, sub, truediv
+from operator import add, and_, eq, itemgetter, le, mul, ne, sub, truediv
 from pathlib import Path
 
 from lineprofiler.report.model import MergedRun, Worker
@@ -159,9 +159,12 @@ class TimelineBuilder:
         lower, upper = bounds[:-1], bounds[1:]
         counts = list(map(sub, upper, lower))  # rows per bin
 
+        # each bin's first and end row, gathered from a prefix-sum list in one C call each
+        at_hi, at_lo = itemgetter(*upper, 0), itemgetter(*lower, 0)  # (, 0): a tuple if 1 bin
+
         def per_bin(col: Iterable[int]) -> list[int]:
             pre = list(accumulate(col, initial=0))
-            return list(map(sub, map(pre.__getitem__, upper), map(pre.__getitem__, lower)))
+            return list(map(sub, at_hi(pre), at_lo(pre)))[:-1]
 
         if any(f & F_IO for f in distinct):
             tl.has_io = True
