@@ -45,7 +45,6 @@ from lineprofiler.report.view import (
     run_summary,
     run_view,
     sample_note,
-    share_of,
 )
 
 HEATMAP_PHASES = 6  # dominant phases shown as heatmap columns
@@ -149,14 +148,13 @@ def role_section(rv: RoleView, color: Palette) -> str:
     if not rv.top_level:
         out.append("<p>(no phases recorded)</p>")
     if phases:
-        total = sum(r.stats.self_ns for r in phases)
         segs = [
             (
                 r.label,
                 float(r.stats.self_ns),
                 r.wait_fraction,
                 f"{r.label}: self {fmt_duration(r.stats.self_ns)} "
-                f"({fmt_share(share_of(r.stats.self_ns, total))} of the dominant phases' self "
+                f"({fmt_share(rv.dominant_share(r))} of the dominant phases' self "
                 f"time), wait {r.wait_text}",
             )
             for r in phases

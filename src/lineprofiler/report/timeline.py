@@ -118,9 +118,8 @@ class TimelineBuilder:
         self.start, self.end = start_ns, max(end_ns, start_ns + 1)
         self.want = bins
         self.tl: Timeline | None = None
-        # per phase path, per bin: its rows and their process-time (rows x interval)
-        self.phase_rows: dict[tuple[str, ...], list[int]] = {}
-        self.phase_ns: dict[tuple[str, ...], list[int]] = {}
+        # per phase path, per sampler interval, per bin: its rows (process-time: rows x interval)
+        self.phase_rows: dict[tuple[str, ...], dict[int, list[int]]] = {}
         self.cuts: list[int] = []
         self.busy_acc: dict[tuple[str, int], list[list[float]]] = {}
         self.mine_acc: dict[tuple[str, int], list[list[float]]] = {}
@@ -188,11 +187,16 @@ class TimelineBuilder:
         tag = c[W_TAG]
         ids = set(tag)
         unknown = ("(unknown phase)",)
-        if len(ids) <= 16:  # one pass per distinct tag (a handful)
-            for g in ids:
+        if len(ids) <= 16:  # one pass per distinct tag (a handful) but the most frequent
+            order = sorted(ids, key=tag.count)  # ... which gets the rows left in each bin
+            rest = counts
+            for g in order:
+                hits = rest if g == order[-1] else per_bin(map(eq, tag, repeat(g)))
+                if g != order[-1]:
+                    rest = list(map(sub, rest, hits))
                 path = tags.get(g, unknown)
                 if path != NO_PHASE:  # rows are one interval each: count, weighted by it
-                    self._tally(path, per_bin(map(eq, tag, repeat(g))), t.interval_ns)
+                    self._tally(path, hits, t.interval_ns)
         else:  # many tags: a Counter per filled bin
             hits: dict[tuple[str, ...], list[int]] = {}
             for b_ in (b for b, k in enumerate(counts) if k):
@@ -209,16 +213,11 @@ class TimelineBuilder:
             self._add_gpus(w, t, bounds, [b for b, k in enumerate(counts) if k])
 
     def _tally(self, path: tuple[str, ...], rows: list[int], interval: int) -> None:
-        """Adds a phase's rows per bin (each one sampler interval of the phase being open)."""
-        have = self.phase_rows.get(path)
-        if have is None:
-            self.phase_rows[path] = rows
-            self.phase_ns[path] = list(map(mul, rows, repeat(interval)))
-        else:
-            self.phase_rows[path] = list(map(add, have, rows))
-            self.phase_ns[path] = list(
-                map(add, self.phase_ns[path], map(mul, rows, repeat(interval)))
-            )
+        """Adds a phase's rows per bin (each one sampler interval of the phase being open), kept
+        per interval (one, usually) until ``finish`` weighs them."""
+        by_interval = self.phase_rows.setdefault(path, {})
+        have = by_interval.get(interval)
+        by_interval[interval] = rows if have is None else list(map(add, have, rows))
 
     def _add_gpus(self, w: Worker, t: SampleTable, bounds: list[int], filled: list[int]) -> None:
         c, bins = t.cols, self.tl.bins if self.tl is not None else 0
@@ -254,8 +253,11 @@ class TimelineBuilder:
         # each bin's phase: the most process-time there (ties: the greater path), among the
         # phases with a row in it
         best: list[tuple[int, tuple[str, ...]] | None] = [None] * tl.bins
-        for path, rows in self.phase_rows.items():
-            ns = self.phase_ns[path]
+        for path, by_interval in self.phase_rows.items():
+            rows, ns = [0] * tl.bins, [0] * tl.bins
+            for interval, r in by_interval.items():
+                rows = list(map(add, rows, r))
+                ns = list(map(add, ns, map(mul, r, repeat(interval))))
             for b in (b for b, k in enumerate(rows) if k):
                 cand = (ns[b], path)
                 if best[b] is None or cand > best[b]:  # type: ignore[operator]

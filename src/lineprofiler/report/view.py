@@ -207,6 +207,11 @@ class RoleView:
             return None
         return self.phase_time_ns / self.lifetime_ns
 
+    def dominant_share(self, row: PhaseRow) -> float | None:
+        """A dominant phase's self time over all dominant phases' self time (the HTML report's
+        stacked bar of them)."""
+        return share_of(row.stats.self_ns, sum(r.stats.self_ns for r in self.dominant if r.path))
+
     @property
     def has_async(self) -> bool:
         """Whether some phase of the role has entries inside asyncio tasks."""
