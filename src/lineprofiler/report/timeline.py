@@ -1,9 +1,10 @@
 """The sampler's rows over wall time: the HTML report's timelines and ``top``'s last interval.
 
-An additive reader beside ``report.resources`` (which reduces the rows to totals and peaks while
-merging): this one reads each worker's ``.samples``/``.tags`` sidecars again and bins the rows by
-the Unix time their interval ended, one worker at a time, so memory is one worker's columns plus
-the bins.
+Beside ``report.resources`` (which reduces the rows to totals and peaks while merging): a
+``TimelineBuilder`` bins each worker's rows by the Unix time their interval ended, one worker at a
+time, so memory is one worker's columns plus the bins. ``merge_run(timeline_bins=...)`` (what
+``report --html`` calls) hands it each sidecar as it reads it; ``build_timeline`` reads the
+sidecars of a run merged without it.
 
 Per bin (``bins`` equal slices of [start, end] in Unix ns):
 
