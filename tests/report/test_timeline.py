@@ -96,8 +96,8 @@ def _cpu_run(tmp_path):
 
 
 def test_bins_of_one_row_and_of_many_give_the_rows_sums(tmp_path):
-    # A bin per row (build_timeline adds such workers row by row) and 3 or 12 rows per bin (by
-    # slices): each against the sums of the rows this test wrote, row i in bin i * bins // 12.
+    # A bin per row, and 3 or 12 rows per bin: each against the sums of the rows this test
+    # wrote, row i in bin i * bins // 12.
     run, written = _cpu_run(tmp_path)
     for bins in (12, 4, 1):
         tl = build_timeline(run, bins=bins)

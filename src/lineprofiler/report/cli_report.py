@@ -13,6 +13,7 @@ import sys
 import traceback
 
 from lineprofiler.report.merge import MergedRun, RunError, merge_run
+from lineprofiler.report.timeline import DEFAULT_BINS
 from lineprofiler.report.units import terminal_safe
 from lineprofiler.report.view import DEFAULT_LINES_TOP, DEFAULT_TOP
 from lineprofiler.safe_write import write_output
@@ -125,7 +126,12 @@ def main(args: argparse.Namespace) -> int:
     if args.lines_top < 0:
         return fail("report", f"--lines-top must be 0 or more, not {args.lines_top}")
     try:
-        run = merge_run(args.run_dir, with_samples=not args.no_samples, attempt=args.attempt)
+        run = merge_run(
+            args.run_dir,
+            with_samples=not args.no_samples,
+            attempt=args.attempt,
+            timeline_bins=DEFAULT_BINS if args.html else 0,
+        )
         if args.html:
             from lineprofiler.report.html import render_html
 

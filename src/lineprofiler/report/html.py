@@ -12,8 +12,8 @@ from __future__ import annotations
 import statistics
 
 from lineprofiler.report.html_charts import (
+    Palette,
     bars,
-    color,
     esc,
     heatmap,
     histogram,
@@ -41,10 +41,11 @@ from lineprofiler.report.view import (
     ASYNC,
     DEFAULT_TOP,
     RoleView,
+    RunSummary,
     RunView,
+    run_summary,
     run_view,
     sample_note,
-    share_of,
 )
 
 HEATMAP_PHASES = 6  # dominant phases shown as heatmap columns
@@ -72,6 +73,8 @@ th.sorted-asc::after{content:" \\25B2"}th.sorted-desc::after{content:" \\25BC"}
 #lp-tip{position:fixed;pointer-events:none;background:#222;color:#fff;font-size:12px;
 padding:3px 6px;border-radius:3px;display:none;z-index:9;max-width:480px}
 svg.chart{display:block;max-width:100%;height:auto;margin:4px 0}
+section.summary{background:#fff;border:1px solid #ddd;border-radius:6px;padding:10px 14px;margin:14px 0}
+.role-sum h3{margin:12px 0 4px}.legend{margin:2px 0 8px}
 """
 
 JS = """
@@ -132,7 +135,7 @@ def _table(head: list[str], rows: list[str], cls: str = "sortable") -> str:
 # -- per role --
 
 
-def role_section(rv: RoleView) -> str:
+def role_section(rv: RoleView, color: Palette) -> str:
     role = rv.role
     imb = NA if role.imbalance is None else f"{role.imbalance:.2f}"
     out = [
@@ -142,23 +145,23 @@ def role_section(rv: RoleView) -> str:
         f"imbalance {esc(imb)}</span></summary>",
     ]
     phases = [r for r in rv.dominant if r.path]
+    color.assign([r.label for r in phases])
     if not rv.top_level:
         out.append("<p>(no phases recorded)</p>")
     if phases:
-        total = sum(r.stats.self_ns for r in phases)
         segs = [
             (
                 r.label,
                 float(r.stats.self_ns),
                 r.wait_fraction,
                 f"{r.label}: self {fmt_duration(r.stats.self_ns)} "
-                f"({fmt_share(share_of(r.stats.self_ns, total))} of the dominant phases' self "
+                f"({fmt_share(rv.dominant_share(r))} of the dominant phases' self "
                 f"time), wait {r.wait_text}",
             )
             for r in phases
         ]
         out.append("<h3>Self time by dominant phase (shaded: wait, off the CPU)</h3>")
-        out.append(stacked_bar(segs, f"{role.name}: self time by phase"))
+        out.append(stacked_bar(segs, f"{role.name}: self time by phase", colors=color))
         out.append(
             bars(
                 [
@@ -171,9 +174,10 @@ def role_section(rv: RoleView) -> str:
                     for r in phases
                 ],
                 f"{role.name}: dominant phases",
+                colors=color,
             )
         )
-    out.append(_phase_table(rv))
+    out.append(_phase_table(rv, color))
     if rv.stragglers:
         out.append(_heatmap(rv))
     hists = [r for r in phases if r.stats.calls > 0 and not r.stats.thread_node][:HIST_PHASES]
@@ -202,7 +206,7 @@ def role_section(rv: RoleView) -> str:
     return "".join(out)
 
 
-def _phase_table(rv: RoleView) -> str:
+def _phase_table(rv: RoleView, color: Palette) -> str:
     rows = []
     shown = list({r.path: r for r in rv.top_level + [r for r in rv.dominant if r.path]}.values())
     for r in shown:
@@ -324,7 +328,7 @@ def _counters(rv: RoleView) -> str:
 # -- the run --
 
 
-def timelines_section(view: RunView, tl: Timeline | None) -> str:
+def timelines_section(view: RunView, tl: Timeline | None, color: Palette) -> str:
     if tl is None:
         return ""
     bin_s = tl.bin_ns / 1e9
@@ -333,6 +337,7 @@ def timelines_section(view: RunView, tl: Timeline | None) -> str:
         return fmt_axis_duration(b * tl.bin_ns)
 
     band = [None if p is None else "/".join(p) for p in tl.phase]
+    color.assign([b for i, b in enumerate(band) if b is not None and (i == 0 or band[i - 1] != b)])
     out = [
         '<details class="role" open><summary><h2 style="display:inline">Resources over time</h2> '
         f'<span class="note">{tl.workers:,} process(es) sampled; band: the phase open for the '
@@ -341,7 +346,14 @@ def timelines_section(view: RunView, tl: Timeline | None) -> str:
     if tl.has_rss:
         out.append("<h3>Resident memory (sum over processes)</h3>")
         out.append(
-            timeline([("RSS", tl.rss, "#2c6fbb")], band, lambda v: fmt_bytes(int(v)), axis, "RSS")
+            timeline(
+                [("RSS", tl.rss, "#2c6fbb")],
+                band,
+                lambda v: fmt_bytes(int(v)),
+                axis,
+                "RSS",
+                colors=color,
+            )
         )
     if tl.has_io:
         out.append("<h3>Disk I/O (bytes per second)</h3>")
@@ -355,6 +367,7 @@ def timelines_section(view: RunView, tl: Timeline | None) -> str:
                 lambda v: fmt_bytes(int(v)) + "/s",
                 axis,
                 "I/O",
+                colors=color,
             )
         )
     for key in sorted(tl.gpu_busy):
@@ -367,7 +380,7 @@ def timelines_section(view: RunView, tl: Timeline | None) -> str:
         if dev is not None:
             means = f": busy {fmt_share(dev.busy)}, this run {fmt_share(dev.this_run)} over the run"
         out.append(f"<h3>GPU {k} on {esc(host)} (%){esc(means)}</h3>")
-        out.append(timeline(series, band, lambda v: f"{v:.0f}%", axis, f"GPU {k}"))
+        out.append(timeline(series, band, lambda v: f"{v:.0f}%", axis, f"GPU {k}", colors=color))
     legend = sorted({b for b in band if b is not None})
     if legend:
         out.append(
@@ -393,6 +406,76 @@ def timelines_section(view: RunView, tl: Timeline | None) -> str:
     return "".join(out)
 
 
+def summary_section(summary: RunSummary, color: Palette) -> str:
+    """Where the time went: a bar per role (its top-level phases' shares) with its busiest node,
+    then the run's top phases by self time; every figure from the row model."""
+    out = [
+        '<section class="summary"><h2>Where the time went</h2>',
+        '<p class="note">Per role: its top-level phases\' share of its time (summed over its '
+        "processes; shaded: wait, off the CPU), and the node whose processes were busiest.</p>",
+    ]
+    for rs in summary.roles:
+        rv = rs.view
+        rows = [r for r in rv.top_level if r.time_ns > 0]
+        color.assign([r.label for r in rows])
+        node = ""
+        if rs.busiest_node is not None:
+            n = rs.busiest_node
+            node = (
+                f"busiest node {esc(n.host)}: {esc(fmt_duration(n.busy_ns))} busy over "
+                f"{esc(fmt_plural(n.processes, 'process', 'processes'))} "
+                f"({esc(fmt_share(n.share))} of the role's busy time"
+                + (f", {rs.nodes:,} nodes" if rs.nodes > 1 else ", its only node")
+                + ")"
+            )
+        out.append(
+            f'<div class="role-sum"><h3>{esc(rv.role.name)} '
+            f'<span class="note">{esc(fmt_duration(rv.phase_time_ns))} in phases over '
+            f"{esc(fmt_plural(rv.role.processes, 'process', 'processes'))}"
+            f"{'; ' + node if node else ''}</span></h3>"
+        )
+        if rows:
+            segs = [
+                (
+                    r.label,
+                    float(r.time_ns),
+                    r.wait_fraction,
+                    f"{rv.role.name} · {r.label}: {fmt_duration(r.time_ns)} "
+                    f"({fmt_share(r.share)} of the role's phase time), wait {r.wait_text}",
+                )
+                for r in rows
+            ]
+            out.append(stacked_bar(segs, f"{rv.role.name}: time by top-level phase", colors=color))
+            out.append(
+                '<p class="note legend">'
+                + " ".join(
+                    f'<span class="swatch" style="background:{color(r.label)}"></span>'
+                    f"{esc(r.label)} {esc(fmt_share(r.share))}"
+                    for r in rows
+                )
+                + "</p>"
+            )
+        else:
+            out.append("<p class=note>(no phases recorded)</p>")
+        out.append("</div>")
+    if summary.top:
+        rows = [
+            f'<tr><td><span class="swatch" style="background:{color(p.row.label)}"></span>'
+            f"{esc(p.row.label)}</td><td>{esc(p.role)}</td>"
+            + _td(fmt_duration(p.row.stats.self_ns), p.row.stats.self_ns)
+            + _td(fmt_share(p.share), p.share)
+            + _td(p.row.wait_text, p.row.wait_fraction)
+            + "</tr>"
+            for p in summary.top
+        ]
+        out.append(
+            f"<h3>Top {len(rows)} phases of the run (self time: in the phase, not in a child)</h3>"
+        )
+        out.append(_table(["phase", "role", "self", "of all phase time", "wait%"], rows))
+    out.append("</section>")
+    return "".join(out)
+
+
 def caveats_section(view: RunView) -> str:
     if not view.run.caveats:
         return '<p class="note">Caveats: none (every worker file was read, and none is stale).</p>'
@@ -408,9 +491,12 @@ def render_html(
 ) -> str:
     """The HTML report of a merged run, as one self-contained document."""
     view = run_view(run, top, iteration)
-    tl = build_timeline(run) if run.with_samples and timeline_bins != 0 else None
+    tl = None
+    if run.with_samples and timeline_bins != 0:
+        # binned by the merge as it read the sidecars (report --html), else read here
+        tl = run.timeline if run.timeline_binned else build_timeline(run)
     data = (
-        render_json(run, top, iteration, indent=None)
+        render_json(run, top, iteration, indent=None, view=view)
         .replace("<", "\\u003c")
         .replace(">", "\\u003e")
     )
@@ -424,9 +510,11 @@ def render_html(
         caveats_section(view),
         f'<pre class="head">{esc(chr(10).join(header_block(view)))}</pre>',
     ]
-    parts += [role_section(rv) for rv in view.roles]
+    color = Palette()
+    parts.append(summary_section(run_summary(view), color))
+    parts += [role_section(rv, color) for rv in view.roles]
     parts.append(lines_section(view))  # the traced phases' lines (report.html_lines)
-    parts.append(timelines_section(view, tl))
+    parts.append(timelines_section(view, tl, color))
     parts.append(f'<p class="note">{esc(" ".join(legend_block(view)))}</p>')
     parts.append(
         '<div id="lp-tip"></div>'

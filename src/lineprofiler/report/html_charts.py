@@ -12,7 +12,7 @@ import math
 import zlib
 from collections.abc import Callable, Sequence
 
-from lineprofiler.runfile.stats import _BUCKET_VALUE, HIST_BUCKETS
+from lineprofiler.runfile.stats import _BUCKET_VALUE, HIST_BUCKETS, bucket_of
 
 FONT = 'font-family="system-ui, sans-serif" font-size="11"'
 
@@ -22,10 +22,49 @@ def esc(s: object) -> str:
     return html.escape(str(s), quote=True)
 
 
+# Phase colours: twelve hues far apart (each pair at least 22 CIE76 units apart, in lightness or
+# hue; tests/report/test_html_summary.py measures it), so phases side by side never look alike.
+PALETTE = (
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#edc948",
+    "#76b7b2", "#9c755f", "#ff9da7", "#1b9e77", "#a0cbe8", "#6b6ecf",
+)  # fmt: skip
+
+
 def color(name: str) -> str:
-    """A stable colour per name, so a phase has the same colour in every chart."""
-    h = zlib.crc32(name.encode("utf-8", "surrogatepass")) % 360
-    return f"hsl({h},55%,55%)"
+    """A stable colour per name (from the palette, by a hash of the name), for a chart drawn
+    without a :class:`Palette`."""
+    return PALETTE[zlib.crc32(name.encode("utf-8", "surrogatepass")) % len(PALETTE)]
+
+
+class Palette:
+    """The colours of one report: each name keeps the colour it was first given, in every chart.
+
+    ``assign(names)`` colours a sequence drawn side by side (a stacked bar's segments, a table's
+    rows): a name not yet coloured gets the least-used palette colour that differs from its
+    neighbours' in that sequence, so adjacent phases differ whenever the palette allows it.
+    """
+
+    def __init__(self, colors: Sequence[str] = PALETTE) -> None:
+        self.colors = tuple(colors)
+        self.of: dict[str, str] = {}
+        self.used = [0] * len(self.colors)
+
+    def assign(self, names: Sequence[str]) -> None:
+        for i, name in enumerate(names):
+            if name in self.of:
+                continue
+            near = {self.of.get(n) for n in names[max(0, i - 1) : i + 2] if n != name}
+            ok = [k for k, c in enumerate(self.colors) if c not in near] or list(
+                range(len(self.colors))
+            )
+            k = min(ok, key=lambda k: (self.used[k], k))
+            self.used[k] += 1
+            self.of[name] = self.colors[k]
+
+    def __call__(self, name: str) -> str:
+        if name not in self.of:
+            self.assign([name])
+        return self.of[name]
 
 
 def _tip(text: str) -> str:
@@ -41,7 +80,10 @@ def _svg(width: int, height: int, body: list[str], label: str) -> str:
 
 
 def stacked_bar(
-    segments: Sequence[tuple[str, float, float | None, str]], label: str, width: int = 900
+    segments: Sequence[tuple[str, float, float | None, str]],
+    label: str,
+    width: int = 900,
+    colors: Callable[[str], str] = color,
 ) -> str:
     """One horizontal bar split into ``(name, value, wait_fraction, tip)`` segments; the wait
     part of each segment is drawn shaded (darker, hatched)."""
@@ -54,7 +96,7 @@ def stacked_bar(
         w = v / total * width
         body.append(
             f'<g class="seg"{_tip(tip)}><rect x="{x:.1f}" y="0" width="{w:.1f}" height="{h}" '
-            f'fill="{color(name)}" stroke="#fff" stroke-width="0.5"/>'
+            f'fill="{colors(name)}" stroke="#fff" stroke-width="0.5"/>'
         )
         if wait:
             ww = w * min(1.0, wait)
@@ -70,7 +112,12 @@ def stacked_bar(
     return _svg(width, h, body, label)
 
 
-def bars(rows: Sequence[tuple[str, float, float | None, str]], label: str, width: int = 900) -> str:
+def bars(
+    rows: Sequence[tuple[str, float, float | None, str]],
+    label: str,
+    width: int = 900,
+    colors: Callable[[str], str] = color,
+) -> str:
     """Horizontal bars ``(name, value, wait_fraction, text shown right of the bar)``, wait shaded."""
     name_w = min(360, max([80] + [int(len(n) * 6.6) + 12 for n, *_ in rows]))
     bar_w = width - name_w - 170
@@ -84,7 +131,7 @@ def bars(rows: Sequence[tuple[str, float, float | None, str]], label: str, width
             f'<g class="bar"{_tip(f"{name}: {shown}")}>'
             f'<text x="{name_w - 6}" y="{y + 13}" text-anchor="end">{esc(name)}</text>'
             f'<rect x="{name_w}" y="{y + 3}" width="{w:.1f}" height="{rh - 5}" '
-            f'fill="{color(name)}"/>'
+            f'fill="{colors(name)}"/>'
         )
         if wait and w:
             ww = w * min(1.0, wait)
@@ -156,7 +203,7 @@ def histogram(
     width: int = 430,
 ) -> str:
     """Counts per latency bucket (log-spaced: 12 per octave) with quantile marks."""
-    h, pad_b, pad_t = 150, 18, 34
+    h, pad_b, pad_t = 152, 18, 36
     used = [b for b, c in buckets.items() if c > 0]
     if not used:
         return _svg(width, 20, ['<text x="0" y="14">no completed entries</text>'], label)
@@ -172,9 +219,10 @@ def histogram(
             continue
         bh = max(1.0, c / top * plot_h)
         v = _BUCKET_VALUE[b]
+        tip = f"~{fmt(v)}: {c:,} {'entry' if c == 1 else 'entries'}"
         body.append(
             f'<rect x="{(b - lo) * bw:.1f}" y="{pad_t + plot_h - bh:.1f}" width="{max(1.0, bw - 0.5):.1f}" '
-            f'height="{bh:.1f}" fill="#5b8bd0"{_tip(f"~{fmt(v)}: {c:,} entries")}></rect>'
+            f'height="{bh:.1f}" fill="#5b8bd0"{_tip(tip)}></rect>'
         )
     for k in range(4):  # axis labels
         b = lo + round(k * (nb - 1) / 3)
@@ -186,26 +234,44 @@ def histogram(
     for i, (name, v) in enumerate(marks):
         if v is None:
             continue
-        b = _bucket_of(v)
-        x = (min(max(b, lo), hi) - lo + 0.5) * bw
+        x = marker_x(v, lo, hi, bw)
+        end = x > width * 0.8
         body.append(
-            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{pad_t - 2}" y2="{pad_t + plot_h}" '
+            f'<line class="mark" x1="{x:.1f}" x2="{x:.1f}" y1="{pad_t - 2}" y2="{pad_t + plot_h}" '
             f'stroke="#c0392b" stroke-dasharray="3,2"/>'
-            f'<text x="{x + 2:.1f}" y="{9 + 10 * i}" fill="#c0392b" '
-            f'text-anchor="{"end" if x > width * 0.8 else "start"}">{esc(name)}</text>'
+            f'<text x="{x - 2 if end else x + 2:.1f}" y="{11 + 10 * i}" fill="#c0392b" '
+            f'text-anchor="{"end" if end else "start"}">{esc(name)}</text>'
         )
     return _svg(width, h, body, label)
 
 
-def _bucket_of(v: float) -> int:
-    lo, hi = 0, HIST_BUCKETS - 1
-    while lo < hi:  # the last bucket whose value is <= v
-        mid = (lo + hi + 1) // 2
-        if _BUCKET_VALUE[mid] <= v:
-            lo = mid
+def _bucket_floor(b: int) -> int:
+    """The smallest whole ns counted in bucket ``b`` (or a later one)."""
+    lo, hi = 0, 1 << 63
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if bucket_of(mid) >= b:
+            hi = mid
         else:
-            hi = mid - 1
+            lo = mid + 1
     return lo
+
+
+def marker_x(v: float, lo: int, hi: int, bw: float) -> float:
+    """Where a value ``v`` (ns) sits on a histogram whose bucket ``b`` is drawn over
+    ``[(b - lo) * bw, (b - lo + 1) * bw)``: inside the bar of the bucket an entry of ``v`` is
+    counted in, at its place within the bucket (the buckets are geometric: log scale), so a
+    quantile of one entry marks that entry's own bar."""
+    b = bucket_of(int(v))
+    if b < lo:
+        return 0.0
+    if b > hi:
+        return (hi - lo + 1) * bw
+    a, z = _bucket_floor(b), _bucket_floor(b + 1)
+    frac = 0.5
+    if z > a + 1 and v > 0:
+        frac = (math.log(max(v, a)) - math.log(max(a, 1))) / (math.log(z) - math.log(max(a, 1)))
+    return (b - lo + min(max(frac, 0.0), 1.0)) * bw
 
 
 def timeline(
@@ -215,16 +281,19 @@ def timeline(
     axis: Callable[[int], str],
     label: str,
     width: int = 900,
+    colors: Callable[[str], str] = color,
 ) -> str:
     """Line charts over time bins, with a band under them coloured by the phase open in each
     bin (``band``: the phase's name or None). ``axis(bin)`` labels the time axis."""
     n = max([len(v) for _, v, _ in series] + [len(band), 1])
-    h, band_h, left = 120, 12, 64
+    # the legend's row on top (y 0-14), then the plot (its top value at y 22, 0 at y h)
+    h, band_h, left, plot_top = 134, 12, 64, 22
     plot_w = width - left - 4
     bw = plot_w / n
     top = max([x for _, vals, _ in series for x in vals if x is not None] + [1e-9])
     body = [
-        f'<text x="{left - 4}" y="12" text-anchor="end" fill="#555">{esc(fmt(top))}</text>',
+        f'<text x="{left - 4}" y="{plot_top + 4}" text-anchor="end" fill="#555">'
+        f"{esc(fmt(top))}</text>",
         f'<text x="{left - 4}" y="{h}" text-anchor="end" fill="#555">0</text>',
         f'<line x1="{left}" x2="{width}" y1="{h}" y2="{h}" stroke="#bbb"/>',
     ]
@@ -236,7 +305,7 @@ def timeline(
                     runs.append(pts)
                 pts = []
                 continue
-            pts.append(f"{left + (i + 0.5) * bw:.1f},{h - v / top * (h - 8):.1f}")
+            pts.append(f"{left + (i + 0.5) * bw:.1f},{h - v / top * (h - plot_top):.1f}")
         if pts:
             runs.append(pts)
         for p in runs:
@@ -254,7 +323,7 @@ def timeline(
             tip = f"{band[i]} ({axis(i)} - {axis(j + 1)})"
             body.append(
                 f'<rect x="{left + i * bw:.1f}" y="{y}" width="{(j - i + 1) * bw:.1f}" '
-                f'height="{band_h}" fill="{color(band[i])}"{_tip(tip)}></rect>'
+                f'height="{band_h}" fill="{colors(band[i])}"{_tip(tip)}></rect>'
             )
         i = j + 1
     for k in range(5):
@@ -267,8 +336,8 @@ def timeline(
     legend_x = left
     for name, _, col in series:
         body.append(
-            f'<rect x="{legend_x}" y="0" width="10" height="3" fill="{col}"/>'
-            f'<text x="{legend_x + 14}" y="6" font-size="10">{esc(name)}</text>'
+            f'<g class="legend"><rect x="{legend_x}" y="5" width="10" height="3" fill="{col}"/>'
+            f'<text x="{legend_x + 14}" y="11" font-size="10">{esc(name)}</text></g>'
         )
         legend_x += 24 + int(len(name) * 6)
     return _svg(width, y + band_h + 16, body, label)

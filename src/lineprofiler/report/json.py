@@ -19,6 +19,7 @@ from lineprofiler.report.view import (
     PhaseLinesView,
     PhaseRow,
     RoleView,
+    RunView,
     Straggler,
     clock_summary,
     run_view,
@@ -209,11 +210,16 @@ def attempt_doc(a: Attempt) -> dict[str, Any]:
 
 
 def to_document(
-    run: MergedRun, top: int = DEFAULT_TOP, iteration: str | None = None
+    run: MergedRun,
+    top: int = DEFAULT_TOP,
+    iteration: str | None = None,
+    view: RunView | None = None,
 ) -> dict[str, Any]:
-    """The report as plain data (what ``--json`` prints); ``iteration`` as in ``role_view``.
+    """The report as plain data (what ``--json`` prints); ``iteration`` as in ``role_view``;
+    ``view``: the run's view when the caller has it already (the HTML report: built once).
     A traced phase lists every line (``--lines-top`` limits the text report only)."""
-    view = run_view(run, top, iteration)
+    if view is None:
+        view = run_view(run, top, iteration)
     wall, cpu = clock_summary(run)
     doc: dict[str, Any] = {
         "format": REPORT_FORMAT,
@@ -262,9 +268,13 @@ def _sum_opt(values: list[int | None]) -> int | None:
 
 
 def render_json(
-    run: MergedRun, top: int = DEFAULT_TOP, iteration: str | None = None, indent: int | None = 2
+    run: MergedRun,
+    top: int = DEFAULT_TOP,
+    iteration: str | None = None,
+    indent: int | None = 2,
+    view: RunView | None = None,
 ) -> str:
     """``--json``'s text: indented for people; ``indent=None`` (the HTML report's embedded data)
     is compact, and json's C encoder writes it (an indent makes it fall back to Python)."""
-    doc = to_document(run, top, iteration)
+    doc = to_document(run, top, iteration, view)
     return json.dumps(doc, indent=indent, allow_nan=False) + "\n"

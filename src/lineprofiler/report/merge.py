@@ -25,6 +25,7 @@ from lineprofiler.report.lines_merge import read_run_lines
 from lineprofiler.report.model import Attempt, MergedPhase, MergedRun, Path_, Role, Unreadable
 from lineprofiler.report.parallel import fold_run
 from lineprofiler.report.reduce import load_host
+from lineprofiler.report.timeline import TimelineBuilder
 from lineprofiler.runfile.layout import WORKERS_DIR, pid_from_name, run_id_from_name, worker_files
 from lineprofiler.runfile.run_error import RunError
 from lineprofiler.runfile.summary import SUMMARIES_DIR
@@ -94,12 +95,14 @@ def merge_run(
     attempt: str | None = None,
     jobs: int | None = None,
     cache: DocCache | None = None,
+    timeline_bins: int = 0,
 ) -> MergedRun:
     """Merges the newest attempt (or ``attempt``: an attempt id, or ``"all"``) of a run directory.
 
     ``with_samples=False`` reads phases only: resource samples are never loaded. ``jobs``: how
     many processes fold the worker files (default: ``$LINEPROFILER_REPORT_JOBS``, else one per
-    CPU for large runs; 1 folds in this process). Raises ``RunError`` when the directory is
+    CPU for large runs; 1 folds in this process). ``timeline_bins``: with samples, also bin the
+    sidecars' rows over time as they are read (``run.timeline``, what ``report --html`` draws). Raises ``RunError`` when the directory is
     missing, empty, not a run, or holds no usable worker file; a single unusable file is listed
     in ``run.unreadable`` instead. ``cache``: a ``DocCache`` kept between merges of this run
     directory (``top``, ``serve``): files whose bytes did not change are not parsed again (the
@@ -181,10 +184,19 @@ def merge_run(
     run.superseded = [a for a in run.attempts if not a.reported]
 
     if with_samples:
+        builder = TimelineBuilder.for_run(run, timeline_bins) if timeline_bins > 0 else None
+        also = builder.add if builder is not None else None
         for fw in folded_workers:
             if fw.samples is not None:
-                resources.read_worker_samples(run, fw.worker, fw.samples, Path(fw.worker.file))
+                if also is None:
+                    resources.read_worker_samples(run, fw.worker, fw.samples, Path(fw.worker.file))
+                else:
+                    resources.read_worker_samples(
+                        run, fw.worker, fw.samples, Path(fw.worker.file), also=also
+                    )
         resources.finish_samples(run)
+        if builder is not None:
+            run.timeline, run.timeline_binned = builder.finish(), True
 
     _mark_stale(run)
     lines_caveats = read_run_lines(run)

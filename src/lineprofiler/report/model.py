@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 from array import array
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lineprofiler.report.caveat import Caveat
 from lineprofiler.report.resource_model import RunResources
@@ -193,6 +193,10 @@ class MergedRun:
     # Seconds since the newest write, when no worker has closed and that write is recent (the
     # run is still going); None otherwise. Set by merge_run from the time it read the run.
     live_s: float | None = None
+    # The HTML report's binned resource series (report.timeline.Timeline), when merge_run was asked
+    # to bin the sidecars as it read them (``timeline_bins``); None otherwise.
+    timeline: Any = None
+    timeline_binned: bool = False  # whether merge_run binned them (timeline None: no rows)
 
     @property
     def start_time(self) -> float | None:

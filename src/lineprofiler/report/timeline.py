@@ -1,9 +1,10 @@
 """The sampler's rows over wall time: the HTML report's timelines and ``top``'s last interval.
 
-An additive reader beside ``report.resources`` (which reduces the rows to totals and peaks while
-merging): this one reads each worker's ``.samples``/``.tags`` sidecars again and bins the rows by
-the Unix time their interval ended, one worker at a time, so memory is one worker's columns plus
-the bins.
+Beside ``report.resources`` (which reduces the rows to totals and peaks while merging): a
+``TimelineBuilder`` bins each worker's rows by the Unix time their interval ended, one worker at a
+time, so memory is one worker's columns plus the bins. ``merge_run(timeline_bins=...)`` (what
+``report --html`` calls) hands it each sidecar as it reads it; ``build_timeline`` reads the
+sidecars of a run merged without it.
 
 Per bin (``bins`` equal slices of [start, end] in Unix ns):
 
@@ -21,10 +22,10 @@ import sys
 from array import array
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import compress, repeat
-from operator import le, mul, ne
+from itertools import accumulate, compress, repeat
+from operator import add, and_, eq, itemgetter, le, mul, ne, sub, truediv
 from pathlib import Path
 
 from lineprofiler.report.model import MergedRun, Worker
@@ -91,11 +92,6 @@ def _table(w: Worker, within: str) -> tuple[SampleTable, dict[int, tuple[str, ..
     return table, read_tags(side.with_suffix(TAGS_SUFFIX), within)
 
 
-def compress_or_zero(col: Iterable[int], keep: list[bool]) -> Iterable[int]:
-    """``col`` with the values ``keep`` does not vouch for replaced by 0."""
-    return (v if k else 0 for v, k in zip(col, keep, strict=True))
-
-
 def _interval_ns(run: MergedRun) -> int | None:
     """The first sampled worker's row interval (its sidecar header), or None."""
     for w in run.workers:
@@ -112,74 +108,123 @@ def _interval_ns(run: MergedRun) -> int | None:
     return None
 
 
-def build_timeline(run: MergedRun, bins: int = DEFAULT_BINS) -> Timeline | None:
-    """The run's binned series; None when no worker has sampler rows."""
-    if run.start_time is None or run.end_time is None or bins < 1:
-        return None
-    start, end = int(run.start_time * 1e9), int(run.end_time * 1e9)
-    if end <= start:
-        end = start + 1
-    interval = _interval_ns(run)
-    if interval:  # never thinner than the sampler's interval (else most bins have no row)
-        bins = max(1, min(bins, (end - start) // interval))
-    tl = Timeline(start, end, bins, [0.0] * bins, [0] * bins, [0] * bins)
-    span = end - start
-    phase_ns: list[dict[tuple[str, ...], int]] = [{} for _ in range(bins)]
-    cuts = [start + span * k // bins for k in range(1, bins)]  # where bin k-1 ends
-    busy_acc: dict[tuple[str, int], list[list[float]]] = {}
-    mine_acc: dict[tuple[str, int], list[list[float]]] = {}
-    for w in run.workers:
-        got = _table(w, run.run_dir)
-        if got is None or got[0].rows == 0:
-            continue
-        t, tags = got
+class TimelineBuilder:
+    """Bins workers' sampler rows as they are read, one table at a time: what the merge calls on
+    each sidecar it has just read (``merge_run(timeline_bins=...)``), so ``report --html`` reads
+    every sidecar once. Memory is the bins (a few numbers and a phase tally each), never rows.
+
+    The bins are set at the first table with rows: never thinner than its sampler interval."""
+
+    def __init__(self, start_ns: int, end_ns: int, bins: int = DEFAULT_BINS) -> None:
+        self.start, self.end = start_ns, max(end_ns, start_ns + 1)
+        self.want = bins
+        self.tl: Timeline | None = None
+        # per phase path, per sampler interval, per bin: its rows (process-time: rows x interval)
+        self.phase_rows: dict[tuple[str, ...], dict[int, list[int]]] = {}
+        self.cuts: list[int] = []
+        self.busy_acc: dict[tuple[str, int], list[list[float]]] = {}
+        self.mine_acc: dict[tuple[str, int], list[list[float]]] = {}
+
+    @classmethod
+    def for_run(cls, run: MergedRun, bins: int = DEFAULT_BINS) -> TimelineBuilder | None:
+        """A builder over the run's span; None when the run has none."""
+        if run.start_time is None or run.end_time is None or bins < 1:
+            return None
+        return cls(int(run.start_time * 1e9), int(run.end_time * 1e9), bins)
+
+    def _open(self, interval: int) -> Timeline:
+        start, end, bins = self.start, self.end, self.want
+        if interval:  # never thinner than the sampler's interval (else most bins have no row)
+            bins = max(1, min(bins, (end - start) // interval))
+        tl = self.tl = Timeline(start, end, bins, [0.0] * bins, [0] * bins, [0] * bins)
+        span = end - start
+        self.cuts = [start + span * k // bins for k in range(1, bins)]  # where bin k-1 ends
+        return tl
+
+    def add(self, w: Worker, t: SampleTable, tags: dict[int, tuple[str, ...]]) -> None:
+        """Bins one worker's rows.
+
+        Every series is C-level passes over the worker's columns and over the bins: a prefix sum
+        of each column, read at each bin's first row (``bounds``, by bisection on the
+        time-ordered rows), so a bin's sum is the difference of two prefixes; nothing loops in
+        Python over rows or bins (but GPU columns, per filled bin)."""
+        if t.rows == 0:
+            return
+        tl = self.tl if self.tl is not None else self._open(t.interval_ns)
         tl.workers += 1
         c = t.cols
-        ts, dt, flags = c[W_T], c[W_DT], c[W_FLAGS]
+        ts, flags = c[W_T], c[W_FLAGS]
         distinct = set(flags)
-        # Columns a flag does not vouch for are zeroed (one Python pass, only when some row lacks
-        # the flag); then every bin is C-level slices of the time-ordered rows.
-        rb, wb = c[W_RB], c[W_WB]
+        bounds = [0, *map(bisect_right, repeat(ts), self.cuts), t.rows]
+        lower, upper = bounds[:-1], bounds[1:]
+        counts = list(map(sub, upper, lower))  # rows per bin
+
+        # each bin's first and end row, gathered from a prefix-sum list in one C call each
+        at_hi, at_lo = itemgetter(*upper, 0), itemgetter(*lower, 0)  # (, 0): a tuple if 1 bin
+
+        def per_bin(col: Iterable[int]) -> list[int]:
+            pre = list(accumulate(col, initial=0))
+            return list(map(sub, at_hi(pre), at_lo(pre)))[:-1]
+
         if any(f & F_IO for f in distinct):
             tl.has_io = True
-            if not all(f & F_IO for f in distinct):
-                keep = [bool(f & F_IO) for f in flags]
-                rb = array("q", compress_or_zero(rb, keep))
-                wb = array("q", compress_or_zero(wb, keep))
-        else:
-            rb = wb = None
-        rss = c[W_RSS]
-        rss_ok: list[bool] | None = None
+            rb, wb = c[W_RB], c[W_WB]
+            if not all(f & F_IO for f in distinct):  # columns the flag does not vouch for: 0
+                keep = bytes(map(bool, map(and_, flags, repeat(F_IO))))
+                rb, wb = map(mul, rb, keep), map(mul, wb, keep)
+            tl.read = list(map(add, tl.read, per_bin(rb)))
+            tl.write = list(map(add, tl.write, per_bin(wb)))
         if any(f & F_RSS for f in distinct):
-            if not all(f & F_RSS for f in distinct) or min(rss, default=0) < 0:
-                rss_ok = [bool(f & F_RSS) and v >= 0 for f, v in zip(flags, rss, strict=True)]
-        else:
-            rss = None
-        bounds = [0, *[bisect_right(ts, x) for x in cuts], t.rows]
-        # only the bins holding rows: a worker of a minute in a run of hours fills a few of them
-        filled = [b for b in range(bins) if bounds[b + 1] > bounds[b]]
-        if not t.n_gpu and t.rows <= 2 * len(filled):  # about a row per bin: row by row
-            _add_rows(tl, phase_ns, filled, bounds, rb, wb, rss, rss_ok, c[W_TAG], tags, t)
-            continue
+            rss: Iterable[int] = c[W_RSS]
+            n = counts
+            if not all(f & F_RSS for f in distinct) or min(c[W_RSS], default=0) < 0:
+                ok = bytes(
+                    map(and_, map(bool, map(and_, flags, repeat(F_RSS))), map(le, repeat(0), rss))
+                )
+                rss, n = map(mul, c[W_RSS], ok), per_bin(ok)
+            if any(n):  # each bin: this process's mean RSS over its rows there (none: 0)
+                tl.has_rss = True
+                tl.rss = list(map(add, tl.rss, map(truediv, per_bin(rss), map(max, n, repeat(1)))))
+        tag = c[W_TAG]
+        ids = set(tag)
+        unknown = ("(unknown phase)",)
+        if len(ids) <= 16:  # one pass per distinct tag (a handful) but the most frequent
+            order = sorted(ids, key=tag.count)  # ... which gets the rows left in each bin
+            rest = counts
+            for g in order:
+                hits = rest if g == order[-1] else per_bin(map(eq, tag, repeat(g)))
+                if g != order[-1]:
+                    rest = list(map(sub, rest, hits))
+                path = tags.get(g, unknown)
+                if path != NO_PHASE:  # rows are one interval each: count, weighted by it
+                    self._tally(path, hits, t.interval_ns)
+        else:  # many tags: a Counter per filled bin
+            hits: dict[tuple[str, ...], list[int]] = {}
+            for b_ in (b for b, k in enumerate(counts) if k):
+                for g, k in Counter(tag[lower[b_] : upper[b_]]).items():
+                    path = tags.get(g, unknown)
+                    if path != NO_PHASE:
+                        row = hits.get(path)
+                        if row is None:
+                            row = hits[path] = [0] * tl.bins
+                        row[b_] += k
+            for path, row in hits.items():
+                self._tally(path, row, t.interval_ns)
+        if t.n_gpu:
+            self._add_gpus(w, t, bounds, [b for b, k in enumerate(counts) if k])
+
+    def _tally(self, path: tuple[str, ...], rows: list[int], interval: int) -> None:
+        """Adds a phase's rows per bin (each one sampler interval of the phase being open), kept
+        per interval (one, usually) until ``finish`` weighs them."""
+        by_interval = self.phase_rows.setdefault(path, {})
+        have = by_interval.get(interval)
+        by_interval[interval] = rows if have is None else list(map(add, have, rows))
+
+    def _add_gpus(self, w: Worker, t: SampleTable, bounds: list[int], filled: list[int]) -> None:
+        c, bins = t.cols, self.tl.bins if self.tl is not None else 0
+        dt = c[W_DT]
         for b_ in filled:
             lo, hi = bounds[b_], bounds[b_ + 1]
-            if rb is not None:
-                tl.read[b_] += sum(rb[lo:hi])
-                tl.write[b_] += sum(wb[lo:hi])
-            if rss is not None:
-                if rss_ok is None:
-                    tl.rss[b_] += sum(rss[lo:hi]) / (hi - lo)
-                    tl.has_rss = True
-                else:
-                    vals = list(compress(rss[lo:hi], rss_ok[lo:hi]))
-                    if vals:
-                        tl.rss[b_] += sum(vals) / len(vals)
-                        tl.has_rss = True
-            acc = phase_ns[b_]
-            for g, n in Counter(c[W_TAG][lo:hi]).items():
-                path = tags.get(g, ("(unknown phase)",))
-                if path != NO_PHASE:  # rows are one interval each: count, weighted by it
-                    acc[path] = acc.get(path, 0) + n * t.interval_ns
             for k in range(t.n_gpu):
                 key = (w.host, k)
                 busy, mine, d = (
@@ -189,62 +234,57 @@ def build_timeline(run: MergedRun, bins: int = DEFAULT_BINS) -> Timeline | None:
                 )
                 ok = bytes(map(le, repeat(0), busy))
                 if any(ok):
-                    ba = busy_acc.setdefault(key, [[0.0, 0.0] for _ in range(bins)])
+                    ba = self.busy_acc.setdefault(key, [[0.0, 0.0] for _ in range(bins)])
                     ba[b_][0] += sum(map(mul, compress(busy, ok), compress(d, ok)))
                     ba[b_][1] += sum(compress(d, ok))
                 read = bytes(map(ne, mine, repeat(-1)))
                 if any(read):
-                    ma = mine_acc.setdefault(key, [[0.0, 0.0] for _ in range(bins)])
+                    ma = self.mine_acc.setdefault(key, [[0.0, 0.0] for _ in range(bins)])
                     pos = [max(0, v) for v in compress(mine, read)]
                     d_read = list(compress(d, read))
                     # this process's time-weighted mean; processes add up
                     ma[b_][0] += sum(map(mul, pos, d_read)) / max(1, sum(d_read))
                     ma[b_][1] = 1.0
-    if not tl.workers:
+
+    def finish(self) -> Timeline | None:
+        """The binned series; None when no worker had rows."""
+        tl = self.tl
+        if tl is None or not tl.workers:
+            return None
+        # each bin's phase: the most process-time there (ties: the greater path), among the
+        # phases with a row in it
+        best: list[tuple[int, tuple[str, ...]] | None] = [None] * tl.bins
+        for path, by_interval in self.phase_rows.items():
+            rows, ns = [0] * tl.bins, [0] * tl.bins
+            for interval, r in by_interval.items():
+                rows = list(map(add, rows, r))
+                ns = list(map(add, ns, map(mul, r, repeat(interval))))
+            for b in (b for b, k in enumerate(rows) if k):
+                cand = (ns[b], path)
+                if best[b] is None or cand > best[b]:  # type: ignore[operator]
+                    best[b] = cand
+        tl.phase = [None if x is None else x[1] for x in best]
+        for key, acc in self.busy_acc.items():
+            tl.gpu_busy[key] = [a / d if d else None for a, d in acc]
+        for key, acc in self.mine_acc.items():
+            tl.gpu_mine[key] = [a if d else None for a, d in acc]
+        return tl
+
+
+def build_timeline(run: MergedRun, bins: int = DEFAULT_BINS) -> Timeline | None:
+    """The run's binned series, reading every worker's sidecars (a run merged without
+    ``timeline_bins``); None when no worker has sampler rows."""
+    builder = TimelineBuilder.for_run(run, bins)
+    if builder is None:
         return None
-    tl.phase = [max(acc, key=lambda p: (acc[p], p)) if acc else None for acc in phase_ns]
-    for key, acc in busy_acc.items():
-        tl.gpu_busy[key] = [a / d if d else None for a, d in acc]
-    for key, acc in mine_acc.items():
-        tl.gpu_mine[key] = [a if d else None for a, d in acc]
-    return tl
-
-
-def _add_rows(
-    tl: Timeline,
-    phase_ns: list[dict[tuple[str, ...], int]],
-    filled: list[int],
-    bounds: list[int],
-    rb: Sequence[int] | None,
-    wb: Sequence[int] | None,
-    rss: Sequence[int] | None,
-    rss_ok: list[bool] | None,
-    tag_col: Sequence[int],
-    tags: dict[int, tuple[str, ...]],
-    t: SampleTable,
-) -> None:
-    """One worker's rows added row by row, for a worker with about one row per bin (where the
-    per-bin slices and sums of build_timeline cost more than the rows): the same sums in integers,
-    and each bin's RSS mean of the rows it vouches for."""
-    row_bin = [b for b in filled for _ in range(bounds[b + 1] - bounds[b])]
-    rss_sum: dict[int, int] = {}
-    rss_n: dict[int, int] = {}
-    unknown = ("(unknown phase)",)
-    interval = t.interval_ns
-    for i, b in enumerate(row_bin):
-        if rb is not None and wb is not None:
-            tl.read[b] += rb[i]
-            tl.write[b] += wb[i]
-        if rss is not None and (rss_ok is None or rss_ok[i]):
-            rss_sum[b] = rss_sum.get(b, 0) + rss[i]
-            rss_n[b] = rss_n.get(b, 0) + 1
-        path = tags.get(tag_col[i], unknown)
-        if path != NO_PHASE:
-            acc = phase_ns[b]
-            acc[path] = acc.get(path, 0) + interval
-    for b, total in rss_sum.items():
-        tl.rss[b] += total / rss_n[b]
-        tl.has_rss = True
+    interval = _interval_ns(run)
+    if interval:
+        builder._open(interval)
+    for w in run.workers:
+        got = _table(w, run.run_dir)
+        if got is not None:
+            builder.add(w, *got)
+    return builder.finish()
 
 
 @dataclass

@@ -7,6 +7,7 @@ generated ``core_constants``) rather than copied; the format is described in doc
 from __future__ import annotations
 
 import json
+import os
 import sys
 from array import array
 from dataclasses import dataclass
@@ -87,7 +88,7 @@ def read_samples(path: Path, within: Path | str | None = None) -> SampleTable:
     (and the rows against the file's real size and MAX_SAMPLE_ROWS) before anything is allocated
     for it; the rows are then read a chunk at a time into their columns. ``within``: the run
     directory (see ``safe_read.open_regular``)."""
-    name = Path(path).name
+    name = os.path.basename(os.fspath(path))
     try:
         with open_regular(path, MAX_SAMPLES_BYTES, within) as (fd, size):
             head = read_range(fd, 0, HEADER_BYTES)
