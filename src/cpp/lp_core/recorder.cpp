@@ -256,6 +256,17 @@ std::shared_ptr<PhaseStack> ThreadState::new_task_stack(const PhaseStack* parent
   return stack;
 }
 
+void ThreadState::forget_task_stacks_if_unused() {
+  // Newest first: a task still running is usually among the last to have made a stack.
+  for (auto it = task_stacks_.rbegin(); it != task_stacks_.rend(); ++it) {
+    if (it->use_count() > 1) return;  // a task (or a snapshot's copy) still holds it
+  }
+  std::lock_guard<std::mutex> lock(struct_mu_);
+  task_stacks_.clear();  // finished tasks' stacks, as new_task_stack()'s prune forgets them
+  task_stacks_pruned_at_ = 0;
+  has_task_stacks_ = false;
+}
+
 bool ThreadState::read_io(IoCounters* out) {
   if (!io_open_tried_) {
     io_open_tried_ = true;
