@@ -205,4 +205,19 @@ TEST_CASE("has_task_stacks clears once the thread is back on its own stack and n
   REQUIRE(o->counters.size() == 1);
   CHECK(o->counters[0].second == 5);
   CHECK(snap[0].task_stacks_made == 3);
+  // On the own stack already (no use_stack call): a long-lived task's stack behind many finished
+  // ones keeps the check on; once it is released too, the check stops.
+  std::vector<std::shared_ptr<lp::PhaseStack>> finished;
+  auto long_lived = ts->new_task_stack(nullptr);
+  for (int i = 0; i < 20; ++i) finished.push_back(ts->new_task_stack(nullptr));
+  finished.clear();
+  c.reset();
+  REQUIRE(ts->active_stack() == ts->own_stack());
+  ts->forget_task_stacks_if_unused();
+  CHECK(ts->has_task_stacks());
+  ts->forget_task_stacks_if_unused();  // (the finished ones were forgotten: stops at once)
+  CHECK(ts->has_task_stacks());
+  long_lived.reset();
+  ts->forget_task_stacks_if_unused();
+  CHECK(!ts->has_task_stacks());
 }

@@ -340,6 +340,9 @@ class ThreadState {
     ++epoch_;
     if (!active_ref_ && has_task_stacks_) forget_task_stacks_if_unused();
   }
+  /// What use_stack(nullptr) checks, for a caller on the own stack whose tasks may have been
+  /// freed since (a finished task in a reference cycle goes at a later collection). Owner only.
+  void forget_task_stacks_if_unused();
   PhaseStack* active_stack() const { return active_; }
   /// Whether a task stack made on this thread may still be in use (new_task_stack() was called
   /// since the thread last went back to its own stack with every task stack released). While
@@ -382,7 +385,6 @@ class ThreadState {
   // so that the inline paths keep no registers across a call.
   void count_slow(uint32_t node, uint32_t name_id, int64_t n, uint32_t scale);
   void exit_out_of_order(PhaseStack& st, const void* token);
-  void forget_task_stacks_if_unused();  // see use_stack()
   bool grow(PhaseStack& st);  // doubles st's frames up to kMaxDepth; false when already there
   bool read_io(IoCounters* out);
   void add_open_frames(const PhaseStack& st, uint64_t now, ThreadSnapshot& snap) const;
