@@ -277,3 +277,44 @@ def test_count_in_a_task_goes_to_the_tasks_phase_or_the_one_it_nests_under(tmp_p
     assert tree[("serve", "work")].counters == {"bare": 1}
     assert tree[("serve", "work", "a")].counters == {"inside": 1}
     assert tree[("serve", "work", "b")].counters == {"inside": 1}
+
+
+def test_count_after_tasks_ended_and_beside_a_suspended_one(tmp_path):
+    # count() skips the context check on a thread with no task stack in use (issue 35): once every
+    # task that made one has finished, and never while a suspended task still holds its stack.
+    with make(tmp_path) as p:
+        loop = asyncio.new_event_loop()
+        try:
+            resume = loop.create_future()
+
+            async def suspended() -> None:
+                with p.phase("t"):
+                    await resume
+                    p.count("in_t")  # first call after the switch back: must find t's stack
+
+            async def short() -> None:
+                with p.phase("short"):
+                    p.count("in_short")
+
+            task = loop.create_task(suspended())
+            loop.run_until_complete(short())  # t is now suspended inside its phase
+            with p.phase("outside"):
+                p.count("o")
+            p.count("root")
+            resume.set_result(None)
+            loop.run_until_complete(task)
+            p.count("after")  # every task finished: the own stack again, unchecked
+            with p.phase("later"):
+                p.count("l")
+            loop.run_until_complete(short())  # a new task stack after the flag was cleared
+            with p.phase("last"):
+                p.count("x")
+        finally:
+            loop.close()
+        tree = p.merged_tree()
+    assert tree[("t",)].counters == {"in_t": 1}
+    assert tree[("short",)].counters == {"in_short": 2}
+    assert tree[("outside",)].counters == {"o": 1}
+    assert tree[("later",)].counters == {"l": 1}
+    assert tree[("last",)].counters == {"x": 1}
+    assert tree[()].counters == {"root": 1, "after": 1}

@@ -167,3 +167,57 @@ TEST_CASE("snapshots race task stacks that grow and are dropped (run under TSan)
   REQUIRE(top);
   CHECK(top->calls == snap[0].task_stacks_made);
 }
+
+TEST_CASE("has_task_stacks clears once the thread is back on its own stack and no task holds one") {
+  lp::wall_clock_init();
+  lp::Recorder rec(lp::RecorderOptions{false});
+  lp::ThreadState* ts = rec.register_thread("main");
+  CHECK(!ts->has_task_stacks());
+  auto a = ts->new_task_stack(nullptr);
+  auto b = ts->new_task_stack(nullptr);
+  CHECK(ts->has_task_stacks());
+  ts->use_stack(a);
+  ts->use_stack(nullptr);  // a and b are still held (their tasks are alive): checked
+  CHECK(ts->has_task_stacks());
+  a.reset();
+  ts->use_stack(nullptr);  // b still held
+  CHECK(ts->has_task_stacks());
+  ts->use_stack(b);
+  b.reset();  // held only as the active stack now
+  CHECK(ts->has_task_stacks());
+  ts->use_stack(nullptr);  // released: nothing holds a task stack any more
+  CHECK(!ts->has_task_stacks());
+  CHECK(ts->active_stack() == ts->own_stack());
+  // A count on the own stack lands on its top, as a new task's first stack would nest there.
+  int outer;
+  REQUIRE(ts->enter(id("outer"), &outer));
+  ts->count_own(id("n"), 2);
+  auto c = ts->new_task_stack(nullptr);  // a new task's stack turns the check on again
+  CHECK(ts->has_task_stacks());
+  ts->use_stack(c);
+  ts->count(id("n"), 3);  // nothing open on c: its base, outer
+  ts->use_stack(nullptr);
+  ts->exit(&outer);
+  auto snap = rec.snapshot();
+  REQUIRE(snap.size() == 1);
+  const lp::NodeSnapshot* o = find(snap[0], {"outer"});
+  REQUIRE(o != nullptr);
+  REQUIRE(o->counters.size() == 1);
+  CHECK(o->counters[0].second == 5);
+  CHECK(snap[0].task_stacks_made == 3);
+  // On the own stack already (no use_stack call): a long-lived task's stack behind many finished
+  // ones keeps the check on; once it is released too, the check stops.
+  std::vector<std::shared_ptr<lp::PhaseStack>> finished;
+  auto long_lived = ts->new_task_stack(nullptr);
+  for (int i = 0; i < 20; ++i) finished.push_back(ts->new_task_stack(nullptr));
+  finished.clear();
+  c.reset();
+  REQUIRE(ts->active_stack() == ts->own_stack());
+  ts->forget_task_stacks_if_unused();
+  CHECK(ts->has_task_stacks());
+  ts->forget_task_stacks_if_unused();  // (the finished ones were forgotten: stops at once)
+  CHECK(ts->has_task_stacks());
+  long_lived.reset();
+  ts->forget_task_stacks_if_unused();
+  CHECK(!ts->has_task_stacks());
+}

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,7 +27,10 @@ int g_failures = 0;
 // The fake provider: names are indices into a list; each call is counted.
 std::vector<std::string> g_names{""};
 int g_interns = 0, g_enters = 0, g_exits = 0, g_counts = 0, g_currents = 0, g_raised = 0;
-std::vector<std::string> g_open;        // names of the entries open now, outermost first
+int g_captures = 0, g_attaches = 0, g_detaches = 0;
+bool g_refuse_attach = false;      // attach_path() answers 0 (as a provider at its depth limit)
+std::vector<std::string> g_open;   // names of the entries open now, outermost first
+std::vector<uint32_t> g_open_ids;  // their handles (0: an attached path's "[threads]")
 std::vector<const lp_frame*> g_frames;  // their frames
 std::string g_last_count;
 int64_t g_count_sum = 0;
@@ -45,6 +49,7 @@ int fake_enter(uint32_t name, lp_frame* frame) {
   ++g_enters;
   if (name == 0 || name >= g_names.size()) return 0;
   g_open.push_back(g_names[name]);
+  g_open_ids.push_back(name);
   g_frames.push_back(frame);
   return 1;
 }
@@ -56,6 +61,7 @@ void fake_exit(lp_frame* frame) {
   }
   g_frames.pop_back();
   g_open.pop_back();
+  g_open_ids.pop_back();
 }
 void fake_exit_raised(lp_frame* frame) {
   ++g_raised;
@@ -76,6 +82,41 @@ size_t fake_current(char* buf, size_t cap) {
   return s.size();
 }
 
+// Level 4: capture() copies the open handles (outermost first, without "[threads]" elements);
+// attach_path() opens the given path and a "[threads]" element under whatever is open, as one
+// attached frame; detach() closes it (and must get the frame attach_path() was given).
+size_t fake_capture(uint32_t* names, size_t cap) {
+  ++g_captures;
+  size_t n = 0;
+  for (uint32_t id : g_open_ids) {
+    if (id == 0) continue;
+    if (n < cap) names[n] = id;
+    ++n;
+  }
+  return n;
+}
+int fake_attach_path(const uint32_t* names, size_t n, lp_frame* frame) {
+  ++g_attaches;
+  if (g_refuse_attach || n == 0) return 0;
+  std::string path;
+  for (size_t i = 0; i < n; ++i)
+    path += (names[i] < g_names.size() ? g_names[names[i]] : "?") + "/";
+  g_open.push_back(path + "[threads]");
+  g_open_ids.push_back(0);
+  g_frames.push_back(frame);
+  return 1;
+}
+void fake_detach(lp_frame* frame) {
+  ++g_detaches;
+  if (g_frames.empty() || g_frames.back() != frame || g_open_ids.back() != 0) {
+    std::printf("detach of a frame that is not the innermost attached one\n");
+    std::exit(1);
+  }
+  g_frames.pop_back();
+  g_open.pop_back();
+  g_open_ids.pop_back();
+}
+
 lp_api make_table(uint32_t size, uint32_t epoch) {
   lp_api t;
   std::memset(&t, 0, sizeof t);
@@ -90,6 +131,9 @@ lp_api make_table(uint32_t size, uint32_t epoch) {
   t.attach = fake_attach;
   t.current = fake_current;
   t.exit_raised = fake_exit_raised;
+  t.capture = fake_capture;
+  t.attach_path = fake_attach_path;
+  t.detach = fake_detach;
   return t;
 }
 
@@ -177,12 +221,86 @@ int main() {
   }
   CHECK(g_raised == 3);
 
+  // Level 4: a context captured inside two phases, attached after they closed (as a pool thread
+  // would), makes the phases opened meanwhile nest under outer/inner/[threads]; detach() gets the
+  // frame attach_path() got, once.
+  lineprofiler::Context ctx;
+  CHECK(ctx.depth() == 0);
+  {
+    LP_PHASE("outer");
+    LP_PHASE("inner");
+    ctx = lineprofiler::capture();
+  }
+  CHECK(g_captures == 1 && ctx.depth() == 2);
+  {
+    lineprofiler::Attach at(ctx);
+    CHECK(at.attached() && g_attaches == 1);
+    LP_PHASE("work");
+    CHECK(lineprofiler::current() == "work");
+    CHECK((g_open == std::vector<std::string>{"outer/inner/[threads]", "work"}));
+    // Captured inside an attached path: the path without its "[threads]" element.
+    lineprofiler::Context nested = lineprofiler::capture();
+    CHECK(nested.depth() == 1);
+  }
+  CHECK(g_detaches == 1 && g_open.empty());
+  // Nothing open: an empty context, which attaching ignores (no call to the provider).
+  lineprofiler::Context empty = lineprofiler::capture();
+  CHECK(empty.depth() == 0 && g_captures == 3);
+  {
+    lineprofiler::Attach at(empty);
+    CHECK(!at.attached());
+  }
+  CHECK(g_attaches == 1 && g_detaches == 1);
+  // A path deeper than a Context holds keeps its outermost kMaxContextDepth phases.
+  {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < lineprofiler::kMaxContextDepth + 5; ++i)
+      names.push_back("d" + std::to_string(i));
+    std::vector<std::unique_ptr<lineprofiler::Phase>> deep;
+    for (const std::string& n : names)
+      deep.push_back(std::make_unique<lineprofiler::Phase>(std::string_view(n)));
+    lineprofiler::Context full = lineprofiler::capture();
+    CHECK(full.depth() == lineprofiler::kMaxContextDepth);
+    while (!deep.empty()) deep.pop_back();  // innermost first
+    lineprofiler::Attach at(full);
+    CHECK(at.attached());
+    CHECK(g_open.size() == 1 && g_open[0].rfind("d0/d1/", 0) == 0);
+    CHECK(g_open[0].find("/d127/[threads]") != std::string::npos);
+    CHECK(g_open[0].find("d128") == std::string::npos);
+  }
+  CHECK(g_detaches == 2 && g_open.empty());
+  // A provider refusing the attachment: not attached, and detach() is never called.
+  g_refuse_attach = true;
+  {
+    lineprofiler::Attach at(ctx);
+    CHECK(!at.attached());
+  }
+  g_refuse_attach = false;
+  CHECK(g_attaches == 3 && g_detaches == 2);
+
   // A new names_epoch: every call site interns again, once.
   static lp_api next_epoch = make_table(sizeof(lp_api), 2);
   CHECK(lineprofiler::detail::install_api(&next_epoch) == 0);
   interns_before = g_interns;
   hot_loop(10);
   CHECK(g_interns == interns_before + 2);
+  // A context captured under another epoch holds handles this table does not know: not attached.
+  {
+    int attaches_before = g_attaches;
+    lineprofiler::Attach at(ctx);
+    CHECK(!at.attached() && g_attaches == attaches_before);
+  }
+  // A level-3 table (no capture/attach_path/detach): never called, nothing captured.
+  {
+    static lp_api level3 = make_table(uint32_t(offsetof(lp_api, capture)), 2);
+    CHECK(lineprofiler::detail::install_api(&level3) == 0);
+    int captures_before = g_captures, attaches_before = g_attaches;
+    LP_PHASE("in_v3");
+    CHECK(lineprofiler::capture().depth() == 0);
+    CHECK(g_captures == captures_before && g_attaches == attaches_before);
+    CHECK(lineprofiler::current() == "in_v3");
+    lineprofiler::detail::install_api(&next_epoch);
+  }
 
   // A provider with the first table only (no current()): current() is "" and never called.
   static lp_api first = make_table(uint32_t(LP_API_V1_SIZE), 2);
@@ -193,6 +311,15 @@ int main() {
     CHECK(lineprofiler::current().empty());
   }
   CHECK(g_currents == currents_before);
+  // ... nor capture()/attach_path(): nothing is captured, and a context from before does nothing.
+  int captures_before = g_captures, attaches_before = g_attaches;
+  {
+    LP_PHASE("in_v1");
+    CHECK(lineprofiler::capture().depth() == 0);
+    lineprofiler::Attach at(ctx);
+    CHECK(!at.attached());
+  }
+  CHECK(g_captures == captures_before && g_attaches == attaches_before);
   // ... nor exit_raised: an entry left by an exception exits through exit.
   int raised_before = g_raised;
   CHECK(raising_loop() == 3);

@@ -256,6 +256,31 @@ std::shared_ptr<PhaseStack> ThreadState::new_task_stack(const PhaseStack* parent
   return stack;
 }
 
+void ThreadState::forget_task_stacks_if_unused() {
+  if (!has_task_stacks_) return;
+  // Newest first: a task still running is usually among the last to have made a stack.
+  size_t dead = 0;
+  for (auto it = task_stacks_.rbegin(); it != task_stacks_.rend(); ++it, ++dead) {
+    if (it->use_count() > 1) {  // a task (or a snapshot's copy) still holds it
+      if (dead >= 8) {
+        // Forget the finished tasks' stacks now, so that the next check stops at once.
+        std::lock_guard<std::mutex> lock(struct_mu_);
+        task_stacks_.erase(std::remove_if(task_stacks_.begin(), task_stacks_.end(),
+                                          [](const std::shared_ptr<PhaseStack>& st) {
+                                            return st.use_count() == 1;
+                                          }),
+                           task_stacks_.end());
+        task_stacks_pruned_at_ = task_stacks_.size();
+      }
+      return;
+    }
+  }
+  std::lock_guard<std::mutex> lock(struct_mu_);
+  task_stacks_.clear();  // finished tasks' stacks, as new_task_stack()'s prune forgets them
+  task_stacks_pruned_at_ = 0;
+  has_task_stacks_ = false;
+}
+
 bool ThreadState::read_io(IoCounters* out) {
   if (!io_open_tried_) {
     io_open_tried_ = true;

@@ -330,13 +330,24 @@ class ThreadState {
   /// Makes stack (nullptr: the thread's own) the active one and starts a new switch epoch: an
   /// entry of a task stack whose exit sees another epoch than its entry spanned a switch, so its
   /// CPU time is not recorded (it is counted in async_calls/async_wall_ns instead). Owner only.
+  /// Back on the own stack with no task stack alive any more (only the registry holds them: their
+  /// tasks finished), the thread is again one that never made one (has_task_stacks() false): a
+  /// task's next first phase makes a new stack nested under the own stack's top, where a count()
+  /// with no context check lands too.
   void use_stack(std::shared_ptr<PhaseStack> stack) {
     active_ref_ = std::move(stack);
     active_ = active_ref_ ? active_ref_.get() : &own_;
     ++epoch_;
+    if (!active_ref_ && has_task_stacks_) forget_task_stacks_if_unused();
   }
+  /// What use_stack(nullptr) checks, for a caller on the own stack whose tasks may have been
+  /// freed since (a finished task in a reference cycle goes at a later collection). Owner only.
+  void forget_task_stacks_if_unused();
   PhaseStack* active_stack() const { return active_; }
-  /// Whether new_task_stack() was ever called on this thread. Owner only.
+  /// Whether a task stack made on this thread may still be in use (new_task_stack() was called
+  /// since the thread last went back to its own stack with every task stack released). While
+  /// false, the own stack is the active one and phases and counts need no context check. Owner
+  /// only.
   bool has_task_stacks() const { return has_task_stacks_; }
   PhaseStack* own_stack() { return &own_; }
 
@@ -429,7 +440,7 @@ class ThreadState {
   PhaseStack* active_ = &own_;
   std::shared_ptr<PhaseStack> active_ref_;                // keeps a task stack alive while active
   uint64_t epoch_ = 0;                                    // bumped by use_stack()
-  bool has_task_stacks_ = false;                          // owner-only copy of task_stacks_made > 0
+  bool has_task_stacks_ = false;                          // owner only; see has_task_stacks()
   std::vector<std::shared_ptr<PhaseStack>> task_stacks_;  // under struct_mu_: for snapshots
   size_t task_stacks_pruned_at_ = 0;  // registry size after the last prune of unused stacks
   IoCounterFile io_file_;  // this thread's /proc io file, opened on the first io=True entry

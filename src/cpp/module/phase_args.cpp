@@ -321,7 +321,12 @@ LP_COLD PyObject* do_count_general(RecorderObject* r, PyObject* const* args, Py_
 
 LP_COLD PyObject* count_on_task_stack(RecorderObject* r, lp::ThreadState* ts, uint32_t name_id,
                                       int64_t n) {
-  if (sync_active_stack(r, ts)) ts->count(name_id, n);
+  if (sync_active_stack(r, ts)) {
+    // Outside a task, the tasks that made stacks may have been freed since the stack was chosen
+    // (a finished task in a reference cycle goes at a later collection): then the check stops.
+    if (ts->active_stack() == ts->own_stack()) ts->forget_task_stacks_if_unused();
+    ts->count(name_id, n);
+  }
   Py_RETURN_NONE;
 }
 

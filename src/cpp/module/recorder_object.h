@@ -310,9 +310,11 @@ inline PyObject* do_count(RecorderObject* r, PyObject* const* args, Py_ssize_t n
   if (__builtin_expect(entry.obj != args[0] || !ts, 0)) {
     return do_count_general(r, args, nargs, kwnames);
   }
-  // Until a task made a stack on this thread, the thread's own stack is the only one (a task's
+  // While no task stack is in use on this thread, the thread's own stack is the only one (a task's
   // first stack would nest under its top, so a count lands on the same node either way): counted
-  // there with no context check; otherwise the calling task's stack is found out of line.
+  // there with no context check; otherwise the calling task's stack is found out of line. (Once
+  // every task that made a stack has finished, the thread is back on this path: see
+  // lp::ThreadState::use_stack.)
   if (__builtin_expect(ts->has_task_stacks(), 0)) {
     return count_on_task_stack(r, ts, entry.id, n);
   }

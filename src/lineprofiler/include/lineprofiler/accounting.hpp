@@ -28,6 +28,12 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#if defined(__GNUC__) && defined(__has_include)
+#if __has_include(<cxxabi.h>)
+#include <cxxabi.h>
+#define LP_API_EH_GLOBALS 1
+#endif
+#endif
 
 // ------------------------------------------------------------------------------------------------
 // The function table (a plain C struct: the ABI between this header and a provider).
@@ -217,6 +223,35 @@ inline uint32_t view_handle(const lp_api* api, std::string_view name) noexcept {
   return id;
 }
 
+/// Length of the NUL-terminated text in a char array (at most N - 1), at compile time when it
+/// can be: what lets GCC constant-initialise a Name made from a literal (its
+/// std::string_view(const char*) is not a constant expression in a static's initialiser there,
+/// which costs every LP_PHASE a guard-variable check).
+template <size_t N>
+constexpr size_t array_len(const char (&text)[N]) noexcept {
+  size_t n = 0;
+  while (n + 1 < N && text[n] != '\0') ++n;
+  return n;
+}
+
+#if LINEPROFILER_API_LEVEL >= 3
+#if defined(LP_API_EH_GLOBALS)
+// The calling thread's count of exceptions in flight, the one std::uncaught_exceptions() reads:
+// the Itanium C++ ABI (2.2.2, "Caught Exception Stack") lays each thread's __cxa_eh_globals out as
+// {__cxa_exception* caughtExceptions; unsigned int uncaughtExceptions; ...}, and
+// __cxa_get_globals() returns it (GCC's libsupc++, libc++abi and libcxxrt alike). A scope finds it
+// once at entry and reads it at exit with one load instead of a second call into the runtime.
+struct EhGlobalsHead {
+  void* caught;
+  unsigned int uncaught;
+};
+inline const unsigned int* uncaught_counter() noexcept {
+  return reinterpret_cast<const unsigned int*>(
+      reinterpret_cast<const char*>(abi::__cxa_get_globals()) + offsetof(EhGlobalsHead, uncaught));
+}
+#endif
+#endif
+
 }  // namespace detail
 
 /// A phase or counter name whose handle is cached in the object: declare it once, static,
@@ -225,6 +260,9 @@ inline uint32_t view_handle(const lp_api* api, std::string_view name) noexcept {
 class Name {
  public:
   constexpr explicit Name(std::string_view text) noexcept : text_(text) {}
+  /// A name from a string literal: its text up to the first NUL, constant-initialised.
+  template <size_t N>
+  constexpr explicit Name(const char (&text)[N]) noexcept : text_(text, detail::array_len(text)) {}
   Name(const Name&) = delete;
   Name& operator=(const Name&) = delete;
 
@@ -268,15 +306,23 @@ class Phase {
   void open(const lp_api* api, uint32_t handle) noexcept {
     if (api->enter(handle, &frame_)) {
       api_ = api;
-#if LINEPROFILER_API_LEVEL >= 3
-      uncaught_ = std::uncaught_exceptions();
+#if LINEPROFILER_API_LEVEL >= 3 && defined(LP_API_EH_GLOBALS)
+      uncaught_at_ = detail::uncaught_counter();
+      uncaught_ = *uncaught_at_;
+#elif LINEPROFILER_API_LEVEL >= 3
+      uncaught_ = unsigned(std::uncaught_exceptions());
 #endif
     }
   }
   void close() noexcept {
 #if LINEPROFILER_API_LEVEL >= 3
     // More exceptions in flight than at entry: this scope is being destroyed by unwinding.
-    if (LP_API_UNLIKELY(std::uncaught_exceptions() > uncaught_) && LP_API_HAS(api_, exit_raised)) {
+#if defined(LP_API_EH_GLOBALS)
+    unsigned now = *uncaught_at_;
+#else
+    unsigned now = unsigned(std::uncaught_exceptions());
+#endif
+    if (LP_API_UNLIKELY(now > uncaught_) && LP_API_HAS(api_, exit_raised)) {
       api_->exit_raised(&frame_);
       return;
     }
@@ -286,7 +332,10 @@ class Phase {
   const lp_api* api_ = nullptr;  // the table that recorded the entry (exit goes to the same one)
   lp_frame frame_;
 #if LINEPROFILER_API_LEVEL >= 3
-  int uncaught_ = 0;  // std::uncaught_exceptions() at entry
+#if defined(LP_API_EH_GLOBALS)
+  const unsigned int* uncaught_at_ = nullptr;  // this thread's count of exceptions in flight
+#endif
+  unsigned uncaught_ = 0;  // exceptions in flight at entry
 #endif
 };
 
