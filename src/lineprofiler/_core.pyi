@@ -10,6 +10,8 @@ HIST_THRESHOLDS: tuple[int, ...]
 WORKER_SCHEMA_VERSION: int
 MAX_PATHS: int
 MAX_DEPTH: int
+# (name, type, combine, unit, json key, doc) per field of a phase record (lp_core/phase_fields.h)
+PHASE_FIELDS: tuple[tuple[str, str, str, str, str, str], ...]
 SAMPLES_MAGIC: bytes
 SAMPLES_VERSION: int
 SAMPLES_HEADER_BYTES: int

@@ -12,6 +12,7 @@
 #include "lp_core/histogram.h"
 #include "lp_core/io_counters.h"
 #include "lp_core/nvml.h"
+#include "lp_core/phase_fields.h"
 #include "lp_core/recorder.h"
 #include "lp_core/sampler.h"
 #include "lp_core/worker_file.h"
@@ -41,6 +42,13 @@ NB_MODULE(_core, m) {
   m.attr("WORKER_SCHEMA_VERSION") = lp::kWorkerSchemaVersion;
   m.attr("MAX_PATHS") = lp::kMaxNodes;
   m.attr("MAX_DEPTH") = lp::kMaxDepth;
+  {  // the per-phase record's field table (lp_core/phase_fields.h), for runfile/phase_fields.py
+    nb::list fields;
+    for (const lp::PhaseField& f : lp::kPhaseFields) {
+      fields.append(nb::make_tuple(f.name, f.type, f.combine, f.unit, f.json, f.doc));
+    }
+    m.attr("PHASE_FIELDS") = nb::tuple(fields);
+  }
   // The sampler's sidecar layout (lp_core/sampler.h), read by lineprofiler.runfile.samples.
   m.attr("SAMPLES_MAGIC") = nb::bytes(lp::kSamplesMagic, sizeof(lp::kSamplesMagic));
   m.attr("SAMPLES_VERSION") = lp::kSamplesVersion;
