@@ -10,6 +10,7 @@
 #include "lp_core/clock.h"
 #include "lp_core/cpu_clock.h"
 #include "lp_core/histogram.h"
+#include "lp_core/identity.h"
 #include "lp_core/io_counters.h"
 #include "lp_core/nvml.h"
 #include "lp_core/phase_fields.h"
@@ -79,6 +80,56 @@ NB_MODULE(_core, m) {
   }
 
   m.attr("MASKED") = lp::kMasked;
+  // Who and where a worker is (lp_core/identity.h): the rules of the standalone profiler too.
+  // Text from the environment or the kernel comes back as bytes (os.fsdecode'd by the caller).
+  namespace id = lp::identity;
+  m.attr("WORKER_FORMAT") = id::kWorkerFormat;
+  m.attr("WORKERS_DIR") = id::kWorkersDir;
+  m.attr("ENV_PROFILE") = id::kEnvProfile;
+  m.attr("ENV_RUN_DIR") = id::kEnvRunDir;
+  m.attr("ENV_RUN_ID") = id::kEnvRunId;
+  m.attr("ENV_ROLE") = id::kEnvRole;
+  m.attr("ENV_PARENT_ROLE") = id::kEnvParentRole;
+  m.def("new_run_id", &id::new_run_id, "A fresh attempt id: UTC minute plus 6 random hex digits.");
+  m.def(
+      "resolve_run_id",
+      [](nb::bytes run_dir) {
+        return id::resolve_run_id(std::string(run_dir.c_str(), run_dir.size()));
+      },
+      nb::arg("run_dir"), "The attempt this process belongs to for run_dir (absolute, bytes).");
+  m.def(
+      "launcher_run_id",
+      []() -> nb::object {
+        std::optional<std::string> got = id::launcher_run_id();
+        return got ? nb::object(nb::str(got->c_str())) : nb::none();
+      },
+      "An attempt id shared by every rank of one launch, or None.");
+  m.def("host_name", &id::host_name, "This node's name, safe as one directory name.");
+  m.def(
+      "real_host_name",
+      [] {
+        std::string name = id::real_host_name();
+        return nb::bytes(name.data(), name.size());
+      },
+      "This node's UTS name (bytes).");
+  m.def(
+      "short_hash", [](const std::vector<std::string>& parts) { return id::short_hash(parts); },
+      nb::arg("parts"), "sha1 of the parts joined by NUL, as 8 lowercase hex digits.");
+  m.def("process_start", &id::process_start, nb::arg("pid"),
+        "The start time of pid in clock ticks since boot, or ''.");
+  m.def(
+      "launcher_identity",
+      [] {
+        id::LauncherIdentity who = id::launcher_identity();
+        nb::dict out;
+        out["rank"] = who.rank ? nb::object(nb::int_(*who.rank)) : nb::none();
+        out["rank_source"] = who.rank ? nb::object(nb::str(who.rank_source.c_str())) : nb::none();
+        out["local_rank"] = who.local_rank ? nb::object(nb::int_(*who.local_rank)) : nb::none();
+        out["job_id"] =
+            who.job_id ? nb::object(nb::bytes(who.job_id->data(), who.job_id->size())) : nb::none();
+        return out;
+      },
+      "Rank, local rank and job id from whichever launcher set them (job_id as bytes).");
   m.def("mask_argv", &lp::masked_argv, nb::arg("argv"),
         "argv with every secret value replaced by MASKED (lp_core/argv_mask.h: the rule).");
   m.def("names_a_secret", &lp::names_a_secret, nb::arg("key"),

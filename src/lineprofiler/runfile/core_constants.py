@@ -167,6 +167,13 @@ PHASE_FIELDS: tuple[tuple[str, str, str, str, str, str], ...] = (
     ('max_wall_ns', 'ns?', 'max', 'ns', 'max_wall_ns', 'exact longest measured entry; absent: not known'),
     ('raised', 'count', 'sum', 'entries', 'raised', 'entries that exited by an exception (a with block an exception left, a C++ scope unwound); absent: none'),
 )
+WORKER_FORMAT: str = 'lineprofiler-worker'
+WORKERS_DIR: str = 'workers'
+ENV_PROFILE: str = 'LINEPROFILER_PROFILE'
+ENV_RUN_DIR: str = 'LINEPROFILER_RUN_DIR'
+ENV_RUN_ID: str = 'LINEPROFILER_RUN_ID'
+ENV_ROLE: str = 'LINEPROFILER_ROLE'
+ENV_PARENT_ROLE: str = 'LINEPROFILER_PARENT_ROLE'
 SAMPLES_MAGIC: bytes = b'LPSMPL01'
 SAMPLES_VERSION: int = 1
 SAMPLES_HEADER_BYTES: int = 64

@@ -1,5 +1,5 @@
-// standalone/identity.cpp: run id, host, rank and worker path, as accounting/_identity.py has them.
-#include "standalone/identity.h"
+// lp_core/identity.cpp: run id, host, rank and worker path, for both profilers (identity.h).
+#include "lp_core/identity.h"
 
 #include <fcntl.h>
 #include <sys/random.h>
@@ -16,9 +16,9 @@
 #include <sstream>
 
 #include "lp_core/clock.h"
-#include "standalone/sha1.h"
+#include "lp_core/sha1.h"
 
-namespace lp::standalone {
+namespace lp::identity {
 
 namespace {
 
@@ -287,8 +287,8 @@ std::vector<std::string> process_argv(size_t max_args) {
 std::string worker_path(const std::string& run_dir, const std::string& host,
                         const std::string& run_id, long pid, const std::string& uid8) {
   std::string dir = run_dir.empty() || run_dir.back() != '/' ? run_dir + "/" : run_dir;
-  return dir + "workers/" + host + "/w_" + run_id + "_" + std::to_string(pid) + "_" + uid8 +
+  return dir + kWorkersDir + "/" + host + "/w_" + run_id + "_" + std::to_string(pid) + "_" + uid8 +
          ".json";
 }
 
-}  // namespace lp::standalone
+}  // namespace lp::identity

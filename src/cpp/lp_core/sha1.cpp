@@ -1,9 +1,9 @@
-// standalone/sha1.cpp: SHA-1 (FIPS 180-4), written for the launcher run ids (not for security).
-#include "standalone/sha1.h"
+// lp_core/sha1.cpp: SHA-1 (FIPS 180-4), written for the launcher run ids (not for security).
+#include "lp_core/sha1.h"
 
 #include <cstdint>
 
-namespace lp::standalone {
+namespace lp::identity {
 
 namespace {
 
@@ -68,4 +68,4 @@ std::string sha1_hex(std::string_view data) {
   return out;
 }
 
-}  // namespace lp::standalone
+}  // namespace lp::identity

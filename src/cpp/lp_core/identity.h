@@ -1,9 +1,10 @@
-// standalone/identity.h: who and where a standalone worker is, by _identity.py's rules.
+// lp_core/identity.h: who and where a worker is: run id, host, rank, env names, worker paths.
 //
-// Every rule here mirrors the Python profiler's (src/lineprofiler/accounting/_identity.py and
-// runfile/layout.py) so that a C++ process started next to Python workers joins the same attempt,
-// writes its file under the same name and carries the same meta keys. Change both or neither;
-// tests/native/test_standalone_identity.py compares the two on the same environment.
+// The one place of these rules (issue 30): the standalone profiler (liblineprofiler.a) calls them
+// directly and the Python profiler through _core (accounting/_identity.py); the names the reading
+// side needs without _core (env names, the worker format, the workers directory) are exported and
+// generated into runfile/core_constants.py by scripts/gen-core-constants, which runfile/layout.py
+// reads. tests/native/test_standalone_identity.py still runs both profilers on one environment.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,11 @@
 #include <string>
 #include <vector>
 
-namespace lp::standalone {
+namespace lp::identity {
+
+/// The worker document's "format" and the run directory's folder of worker files.
+constexpr const char* kWorkerFormat = "lineprofiler-worker";
+constexpr const char* kWorkersDir = "workers";
 
 /// The environment variables an enabled profiler reads and exports (runfile/layout.py).
 constexpr const char* kEnvProfile = "LINEPROFILER_PROFILE";
@@ -59,7 +64,7 @@ std::string real_host_name();
 /// at most 200 of them, and a leading "." gets a "_" prefix.
 std::string host_name();
 
-/// sha1 of the parts joined by NUL, as 8 lowercase hex digits (_identity._short_hash).
+/// sha1 of the parts joined by NUL, as 8 lowercase hex digits.
 std::string short_hash(const std::vector<std::string>& parts);
 
 /// The start time of pid in clock ticks since boot (/proc/<pid>/stat field 22), or "".
@@ -81,4 +86,4 @@ std::vector<std::string> process_argv(size_t max_args);
 std::string worker_path(const std::string& run_dir, const std::string& host,
                         const std::string& run_id, long pid, const std::string& uid8);
 
-}  // namespace lp::standalone
+}  // namespace lp::identity
