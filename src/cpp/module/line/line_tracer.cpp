@@ -1,15 +1,15 @@
-// module/line_tracer.cpp: the LineTracer type: scope decisions, enable/disable, results.
+// module/line/line_tracer.cpp: the LineTracer type: scope decisions, enable/disable, results.
 //
 // LineTracer(filter, scope_key) traces, while enabled, every code object whose co_filename the
 // filter accepts (the filter runs once per file name; the decision is cached per code object).
 // A line's time runs from its line event to the next event of the same frame, so it includes the
 // calls it makes; a frame's time while suspended (yield/await) is charged to no line.
-#include "module/line_tracer.h"
+#include "module/line/line_tracer.h"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "module/line_tracer_state.h"
+#include "module/line/line_tracer_state.h"
 
 namespace lp_module {
 namespace line {

@@ -1,12 +1,12 @@
-// module/recorder_methods.cpp: the Recorder type: lifecycle, thread registration, the methods the
-// Python side calls off the hot path (flush, snapshot, sampler, hooks).
+// module/accounting/recorder_methods.cpp: the Recorder type: lifecycle, thread registration, the
+// methods the Python side calls off the hot path (flush, snapshot, sampler, hooks).
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "lp_core/names.h"
-#include "module/cuda_probe.h"
-#include "module/recorder_object.h"
+#include "module/accounting/cuda_probe.h"
+#include "module/accounting/recorder_object.h"
 
 namespace lp_module {
 

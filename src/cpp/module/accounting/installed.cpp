@@ -1,8 +1,8 @@
-// module/installed.cpp: the module-level phase()/count() on the installed recorder, the join hook,
-// and add_recorder_types (which readies every accounting type of the module).
-#include "module/c_api.h"
-#include "module/recorder_object.h"
-#include "module/recorder_type.h"
+// module/accounting/installed.cpp: the module-level phase()/count() on the installed recorder, the
+// join hook, and add_recorder_types (which readies every accounting type of the module).
+#include "module/accounting/c_api.h"
+#include "module/accounting/recorder_object.h"
+#include "module/accounting/recorder_type.h"
 
 namespace lp_module {
 

@@ -1,4 +1,5 @@
-// module/cached_method.h: __enter__/__exit__ descriptors whose bound methods are reused, not made.
+// module/accounting/cached_method.h: __enter__/__exit__ descriptors whose bound methods are reused,
+// not made.
 //
 // A `with` statement on CPython 3.11-3.13 looks __enter__ and __exit__ up on the manager's type
 // and binds each (`_PyObject_LookupSpecial`): for an ordinary C method that allocates a GC-tracked

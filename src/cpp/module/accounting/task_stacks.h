@@ -1,4 +1,5 @@
-// module/task_stacks.h: which phase stack an entry uses: its thread's own, or its asyncio task's.
+// module/accounting/task_stacks.h: which phase stack an entry uses: its thread's own, or its
+// asyncio task's.
 //
 // Every asyncio task runs its steps inside its own contextvars.Context, and CPython bumps the
 // thread state's context_ver whenever the current context changes (or a variable is set in it).

@@ -1,11 +1,11 @@
-// module/phase_front.cpp: PhaseFront, the C base class of accounting.Profiler, and its bench
-// methods.
+// module/accounting/phase_front.cpp: PhaseFront, the C base class of accounting.Profiler, and its
+// bench methods.
 //
 // Its phase/count are method descriptors of a C type, so `profiler.phase("x")` is a specialised
 // method call with no bound-method object; an unbound front (a disabled profiler, or the
 // benchmarks' floor) returns the no-op scope.
 #include "lp_core/clock.h"
-#include "module/recorder_object.h"
+#include "module/accounting/recorder_object.h"
 
 namespace lp_module {
 namespace {

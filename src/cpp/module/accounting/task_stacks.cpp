@@ -1,4 +1,5 @@
-// module/task_stacks.cpp: per-asyncio-task phase stacks, found through a private ContextVar.
+// module/accounting/task_stacks.cpp: per-asyncio-task phase stacks, found through a private
+// ContextVar.
 //
 // A context that entered a phase inside a task holds, in the ContextVar, a StackHolder: its owner
 // (the context's address and a weak reference to the task, so that a new context at a freed one's
@@ -7,7 +8,7 @@
 // it a holder of its own whose stacks nest under the creator's innermost open phases at that
 // moment. Code outside a task (synchronous code, loop callbacks, executor threads) uses the
 // thread's stack.
-#include "module/task_stacks.h"
+#include "module/accounting/task_stacks.h"
 
 #include <memory>
 #include <vector>

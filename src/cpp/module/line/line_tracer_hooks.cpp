@@ -1,7 +1,7 @@
-// module/line_tracer_hooks.cpp: what both hook mechanisms share (the no-op floor, conflicts).
+// module/line/line_tracer_hooks.cpp: what both hook mechanisms share (the no-op floor, conflicts).
 //
 // The hooks themselves: line_tracer_settrace.cpp (3.11), line_tracer_monitoring.cpp (3.12+).
-#include "module/line_tracer_state.h"
+#include "module/line/line_tracer_state.h"
 
 namespace lp_module {
 namespace line {

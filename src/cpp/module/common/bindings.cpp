@@ -1,4 +1,5 @@
-// module/bindings.cpp: the lineprofiler._core module: declarations only (logic lives in lp_core).
+// module/common/bindings.cpp: the lineprofiler._core module: declarations only (logic lives in
+// lp_core).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -17,9 +18,9 @@
 #include "lp_core/recorder.h"
 #include "lp_core/sampler.h"
 #include "lp_core/worker_file.h"
-#include "module/cuda_probe.h"
-#include "module/line_tracer.h"
-#include "module/recorder_type.h"
+#include "module/accounting/cuda_probe.h"
+#include "module/accounting/recorder_type.h"
+#include "module/line/line_tracer.h"
 
 namespace nb = nanobind;
 

@@ -1,4 +1,5 @@
-// module/line_tracer.h: the C++ line tracer behind lineprofiler.LineProfiler (registration only).
+// module/line/line_tracer.h: the C++ line tracer behind lineprofiler.LineProfiler (registration
+// only).
 #pragma once
 
 #include <Python.h>

@@ -1,4 +1,4 @@
-// module/recorder_type.h: add_recorder_types, which adds the accounting types to _core.
+// module/accounting/recorder_type.h: add_recorder_types, which adds the accounting types to _core.
 #pragma once
 
 #include <Python.h>

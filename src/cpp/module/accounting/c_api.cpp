@@ -1,4 +1,5 @@
-// module/c_api.cpp: the C++ API's function table (lineprofiler/accounting.hpp), as _core._C_API.
+// module/accounting/c_api.cpp: the C++ API's function table (lineprofiler/accounting.hpp), as
+// _core._C_API.
 //
 // An extension's scopes reach the installed recorder through this table. Its thread may hold the
 // GIL (an extension function called from Python), have released it, or be a C++ thread with no
@@ -12,7 +13,7 @@
 // can reach (installed while an extension is attached) is pinned until the process exits: closing
 // or replacing the profiler never frees a thread state a C++ scope is using. A profiler is
 // installed a handful of times per process, so the pins cost a few recorders at most.
-#include "module/c_api.h"
+#include "module/accounting/c_api.h"
 
 #include <pthread.h>
 
@@ -24,7 +25,7 @@
 
 #include "lineprofiler/python.hpp"
 #include "lp_core/names.h"
-#include "module/recorder_object.h"
+#include "module/accounting/recorder_object.h"
 
 namespace lp_module {
 namespace {

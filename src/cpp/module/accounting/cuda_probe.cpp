@@ -1,11 +1,12 @@
-// module/cuda_probe.cpp: calling torch's CUDA allocator stats from the sampler thread, guarded.
-#include "module/cuda_probe.h"
+// module/accounting/cuda_probe.cpp: calling torch's CUDA allocator stats from the sampler thread,
+// guarded.
+#include "module/accounting/cuda_probe.h"
 
 #include <dlfcn.h>
 
 #include <atomic>
 
-#include "module/py_util.h"
+#include "module/common/py_util.h"
 
 namespace lp_module {
 namespace {

@@ -1,4 +1,5 @@
-// module/recorder_object.h: the accounting hot path's objects and inline helpers (module-internal).
+// module/accounting/recorder_object.h: the accounting hot path's objects and inline helpers
+// (module-internal).
 //
 // Recorder, PhaseScope and PhaseFront are written against the C API rather than bound through
 // nanobind's generic dispatch: one call into phase() (a scope taken from a recorder's spares),
@@ -25,8 +26,8 @@
 #include "lp_core/name_shapes.h"
 #include "lp_core/recorder.h"
 #include "lp_core/worker.h"
-#include "module/py_util.h"
-#include "module/task_stacks.h"
+#include "module/accounting/task_stacks.h"
+#include "module/common/py_util.h"
 
 // Off the hot path: kept out of line so phase()/count()/__enter__/__exit__ stay small.
 #define LP_COLD __attribute__((noinline, cold))

@@ -1,4 +1,5 @@
-// module/ready_awaitable.h: an awaitable that is already done, for `async with` on C scopes.
+// module/accounting/ready_awaitable.h: an awaitable that is already done, for `async with` on C
+// scopes.
 #pragma once
 
 #include <Python.h>

@@ -1,5 +1,6 @@
-// module/ready_awaitable.cpp: an awaitable that is already done, for `async with` on C scopes.
-#include "module/ready_awaitable.h"
+// module/accounting/ready_awaitable.cpp: an awaitable that is already done, for `async with` on C
+// scopes.
+#include "module/accounting/ready_awaitable.h"
 
 namespace lp_module {
 namespace {

@@ -1,4 +1,5 @@
-// module/line_tracer_monitoring.cpp: the 3.12+ hooks (C callbacks registered with sys.monitoring).
+// module/line/line_tracer_monitoring.cpp: the 3.12+ hooks (C callbacks registered with
+// sys.monitoring).
 //
 // Callbacks are registered under tool id 4 (else 3; never 0 debugger, 1 coverage, 2 profiler,
 // 5 optimizer) named "lineprofiler". Callbacks of code outside the project return
@@ -6,7 +7,7 @@
 // sys.monitoring is process-wide: every thread's project code is traced while the block is active.
 #include <string>
 
-#include "module/line_tracer_state.h"
+#include "module/line/line_tracer_state.h"
 
 #if LP_LINE_MONITORING
 

@@ -1,4 +1,4 @@
-// module/line_tracer_state.h: the line tracer data (per-code line stats, per-thread stacks).
+// module/line/line_tracer_state.h: the line tracer data (per-code line stats, per-thread stacks).
 //
 // Everything here is touched only with the GIL held: statistics are shared by all threads, frame
 // stacks are per thread. Times are raw wall-clock ticks (lp::wall_ticks) until results().
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "lp_core/clock.h"
-#include "module/saved_error.h"
+#include "module/common/saved_error.h"
 
 #if PY_VERSION_HEX >= 0x030C0000
 #define LP_LINE_MONITORING 1

@@ -1,9 +1,9 @@
-// module/phase_args.cpp: the general (any-arguments) paths of phase() and count(), and the one
-// keyword parser both use.
+// module/accounting/phase_args.cpp: the general (any-arguments) paths of phase() and count(), and
+// the one keyword parser both use.
 #include <cmath>
 #include <cstdint>
 
-#include "module/recorder_object.h"
+#include "module/accounting/recorder_object.h"
 
 namespace lp_module {
 namespace {

@@ -1,4 +1,5 @@
-// module/saved_error.h: SavedError, which keeps the error indicator across a call into Python.
+// module/common/saved_error.h: SavedError, which keeps the error indicator across a call into
+// Python.
 #pragma once
 
 #include <Python.h>

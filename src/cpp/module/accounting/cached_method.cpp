@@ -1,5 +1,6 @@
-// module/cached_method.cpp: method descriptors whose bound methods are parked on the instance.
-#include "module/cached_method.h"
+// module/accounting/cached_method.cpp: method descriptors whose bound methods are parked on the
+// instance.
+#include "module/accounting/cached_method.h"
 
 #include <structmember.h>
 

@@ -1,9 +1,10 @@
-// module/phase_names.cpp: the name cache's slow path and phase-name hygiene (checked once a name).
+// module/accounting/phase_names.cpp: the name cache's slow path and phase-name hygiene (checked
+// once a name).
 #include <cstdio>
 #include <string>
 
 #include "lp_core/names.h"
-#include "module/recorder_object.h"
+#include "module/accounting/recorder_object.h"
 
 namespace lp_module {
 

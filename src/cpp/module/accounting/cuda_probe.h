@@ -1,4 +1,5 @@
-// module/cuda_probe.h: the sampler's CUDA allocator probe (calls a Python function, with the GIL).
+// module/accounting/cuda_probe.h: the sampler's CUDA allocator probe (calls a Python function, with
+// the GIL).
 #pragma once
 
 #include <Python.h>

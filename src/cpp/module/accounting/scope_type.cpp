@@ -1,8 +1,9 @@
-// module/scope_type.cpp: PhaseScope's __enter__/__exit__, the no-op and floor scopes, sync=True.
+// module/accounting/scope_type.cpp: PhaseScope's __enter__/__exit__, the no-op and floor scopes,
+// sync=True.
 #include "lp_core/recorder.h"
-#include "module/cached_method.h"
-#include "module/ready_awaitable.h"
-#include "module/recorder_object.h"
+#include "module/accounting/cached_method.h"
+#include "module/accounting/ready_awaitable.h"
+#include "module/accounting/recorder_object.h"
 
 namespace lp_module {
 

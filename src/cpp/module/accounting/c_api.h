@@ -1,4 +1,5 @@
-// module/c_api.h: the C++ API's function table (c_api.cpp), seen from the rest of the module.
+// module/accounting/c_api.h: the C++ API's function table (c_api.cpp), seen from the rest of the
+// module.
 #pragma once
 
 #include <Python.h>

@@ -1,5 +1,5 @@
-// module/py_util.h: small CPython helpers shared by the module's files (finalisation, the GIL,
-// small ints).
+// module/common/py_util.h: small CPython helpers shared by the module's files (finalisation, the
+// GIL, small ints).
 #pragma once
 
 #include <Python.h>

@@ -1,4 +1,4 @@
-// module/line_tracer_settrace.cpp: the 3.11 hooks (one C trace function, PyEval_SetTrace).
+// module/line/line_tracer_settrace.cpp: the 3.11 hooks (one C trace function, PyEval_SetTrace).
 //
 // Frames of code outside the project get f_trace_lines = 0 at their call event, so they cost only
 // call/return; their return event (or yield) gives it back, and at disable so does every such frame
@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "module/line_tracer_state.h"
+#include "module/line/line_tracer_state.h"
 
 #if !LP_LINE_MONITORING
 
