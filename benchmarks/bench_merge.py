@@ -1,8 +1,13 @@
 """Merge + render speed and peak memory of ``lineprofiler report`` on synthetic runs.
 
     PYTHONPATH=src python benchmarks/bench_merge.py [--json] [--rounds 3] [--keep DIR]
+        [--against DIR]
 
-Runs (real worker-file format, written by tests/report/synth.py):
+``--against DIR`` (a source tree's ``src``, e.g. ``git archive <commit> src | tar -x -C /tmp/b``)
+also times the merge with the lineprofiler found there, in the same rounds, interleaved: the
+``vs`` column is this tree's merge+text+json time over that one's (below 1: faster).
+
+Runs (real worker-file format, written by benchmarks/synth/runs.py):
   tree64     64 workers x a 200-path phase tree (histograms, counters)
   flat1024   1,024 phase-only workers x 8 phases
   tree8192   8,192 workers x the 200-path tree (--big N changes the count; 0 leaves it out)
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -60,7 +66,7 @@ print(json.dumps(out))
 
 
 def make_runs(base: Path, big: int) -> dict[str, Path]:
-    from tests.report.synth import MS, Ph, worker_doc, write_worker
+    from benchmarks.synth.runs import MS, Ph, worker_doc, write_worker
 
     runs = {"tree64": base / "tree64", "flat1024": base / "flat1024"}
     if big:
@@ -125,14 +131,17 @@ def make_runs(base: Path, big: int) -> dict[str, Path]:
     return runs
 
 
-def child(run_dir: Path, mode: str) -> dict:
-    from tests.helpers import child_env  # this lineprofiler first on the child's path
+def child(run_dir: Path, mode: str, src: str | None = None) -> dict:
+    from benchmarks.synth.child import child_env  # this lineprofiler first on the child's path
 
+    env = child_env()
+    if src:  # another tree's lineprofiler first (--against)
+        env["PYTHONPATH"] = os.pathsep.join([os.path.abspath(src), env["PYTHONPATH"]])
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, str(run_dir), mode],
         capture_output=True,
         text=True,
-        env=child_env(),
+        env=env,
         check=True,
     )
     return json.loads(proc.stdout)
@@ -144,6 +153,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="best of N children per run")
     parser.add_argument("--keep", metavar="DIR", help="write the runs here and keep them")
     parser.add_argument("--big", type=int, default=8192, help="workers of the big run (0: none)")
+    parser.add_argument(
+        "--against", metavar="SRC", help="also time the merge with the lineprofiler under SRC"
+    )
     args = parser.parse_args()
     tmp = None
     if args.keep:
@@ -158,9 +170,14 @@ def main() -> int:
         for name, run_dir in runs.items():
             best: dict | None = None
             floor: dict | None = None
+            other: float | None = None
             for _ in range(args.rounds):  # interleaved: floor and merge alternate
                 f = child(run_dir, "floor")
                 m = child(run_dir, "merge")
+                if args.against:
+                    o = child(run_dir, "merge", args.against)
+                    t = o["merge_s"] + o["text_s"] + o["json_s"]
+                    other = t if other is None else min(other, t)
                 if floor is None or f["parse_s"] < floor["parse_s"]:
                     floor = f
                 total = m["merge_s"] + m["text_s"] + m["json_s"]
@@ -181,6 +198,8 @@ def main() -> int:
                     "peak_rss_mb": round(best["peak_rss_mb"], 1),
                     "base_rss_mb": round(best["base_rss_mb"], 1),
                     "floor_peak_rss_mb": round(floor["peak_rss_mb"], 1),
+                    "against_total_s": None if other is None else round(other, 4),
+                    "vs": None if other is None else round(best["total_s"] / other, 3),
                 }
             )
     finally:
@@ -192,6 +211,7 @@ def main() -> int:
     head = (
         f"{'run':<10}{'workers':>8}{'paths':>7}{'merge s':>9}{'text s':>8}{'json s':>8}"
         f"{'total s':>9}{'floor s':>9}{'x floor':>9}{'peak MB':>9}{'base MB':>9}"
+        + (f"{'other s':>9}{'vs':>7}" if args.against else "")
     )
     print(head)
     for r in results:
@@ -199,6 +219,7 @@ def main() -> int:
             f"{r['run']:<10}{r['workers']:>8}{r['paths']:>7}{r['merge_s']:>9.3f}{r['text_s']:>8.3f}"
             f"{r['json_s']:>8.3f}{r['total_s']:>9.3f}{r['floor_parse_s']:>9.3f}{r['x_floor']:>9.2f}"
             f"{r['peak_rss_mb']:>9.1f}{r['base_rss_mb']:>9.1f}"
+            + (f"{r['against_total_s']:>9.3f}{r['vs']:>7.3f}" if args.against else "")
         )
     print(
         "targets: flat1024 total < 5 s, peak < 300 MB; tree8192 merge+text <= 2x floor, peak < 1 GB"

@@ -3,7 +3,7 @@
     python benchmarks/bench_reduce.py [--json] [--workers 65536] [--hosts 64] [--keep DIR]
 
 A synthetic run of ``--workers`` phase-only workers (8 phases each, real worker-file format,
-written by tests/report/synth.py) spread over ``--hosts`` host directories. Each step runs in a
+written by benchmarks/synth/runs.py) spread over ``--hosts`` host directories. Each step runs in a
 fresh child process and reports its wall time and peak RSS (ru_maxrss):
   reduce     ``lineprofiler reduce DIR --host H`` for every host, one child per host (what
              ``srun --ntasks-per-node=1`` runs on each node); the slowest and the largest shown
@@ -38,7 +38,7 @@ print(json.dumps(out), file=sys.stderr)
 
 
 def make_run(run_dir: Path, workers: int, hosts: int) -> None:
-    from tests.report.synth import MS, Ph, worker_doc
+    from benchmarks.synth.runs import MS, Ph, worker_doc
 
     flat = [("iteration",)] + [("iteration", f"phase_{k}") for k in range(7)]
     phases = [Ph(p, dist=[(2 * MS, 50), (3 * MS, 50)], cpu=0.5) for p in flat]
@@ -54,7 +54,7 @@ def make_run(run_dir: Path, workers: int, hosts: int) -> None:
 
 
 def child(*args: str) -> dict:
-    from tests.helpers import child_env
+    from benchmarks.synth.child import child_env
 
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, *args],

@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.helpers import child_env  # noqa: E402
-from tests.report.synth import T0, Ph, worker_doc, write_worker  # noqa: E402
-from tests.resources.synth_samples import S, attach_samples  # noqa: E402
+from benchmarks.synth.child import child_env  # noqa: E402
+from benchmarks.synth.runs import T0, Ph, worker_doc, write_worker  # noqa: E402
+from benchmarks.synth.samples import S, attach_samples  # noqa: E402
 
 from lineprofiler.runfile.samples import (  # noqa: E402
     BASE_WORDS,

@@ -2,7 +2,7 @@
 
     PYTHONPATH=src python benchmarks/bench_top.py [--workers 1024] [--rounds 3] [--json]
 
-The run (tests/report/synth.py ``big_run``): 1,024 worker files of 4 phases each, with 60 sampler
+The run (benchmarks/synth/runs.py ``big_run``): 1,024 worker files of 4 phases each, with 60 sampler
 rows per worker. Measured in this process, best of ``--rounds``:
 
   floor     read and json-parse every worker file (what any refresh must at least do)
@@ -67,7 +67,7 @@ def main() -> int:
     if args.cpu:
         CLOCK = time.process_time
 
-    from tests.report.synth import T0, big_run
+    from benchmarks.synth.runs import T0, big_run
 
     from lineprofiler.report.fold import DocCache
     from lineprofiler.report.html import render_html

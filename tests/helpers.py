@@ -4,37 +4,17 @@ readers of worker files."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
-import lineprofiler
+from benchmarks.synth.child import child_env
+
 from lineprofiler.accounting import Profiler
 
-# The folder this lineprofiler is imported from: a test's child process imports the same one.
-_LINEPROFILER_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(lineprofiler.__file__)))
-
-
-def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a test's child interpreter: this one's without LINEPROFILER_*, with
-    faulthandler on, unbuffered, and this lineprofiler (even uninstalled) first on PYTHONPATH;
-    then ``env`` on top."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
-    full_env.update(PYTHONFAULTHANDLER="1", PYTHONUNBUFFERED="1")
-    # A relative PYTHONPATH entry would break under the child's cwd.
-    entries = [_LINEPROFILER_ROOT]
-    entries += [os.path.abspath(p) for p in full_env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    full_env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(entries))
-    # Under scripts/mutation a child runs its parent's mutant (mutmut's MUTANT_UNDER_TEST); only
-    # mutmut's coverage pass ("stats"), which records calls in-process, runs the original code.
-    if full_env.get("MUTANT_UNDER_TEST") == "stats":
-        full_env["MUTANT_UNDER_TEST"] = ""
-    if env:
-        full_env.update(env)
-    return full_env
+# child_env: one definition, shared with the benchmarks' children (benchmarks/synth/child.py).
 
 
 def run_python(

@@ -16,9 +16,9 @@
 
 #include "lineprofiler/standalone.hpp"
 #include "lp_core/argv_mask.h"
+#include "lp_core/identity.h"
+#include "lp_core/sha1.h"
 #include "standalone/front.h"
-#include "standalone/identity.h"
-#include "standalone/sha1.h"
 
 namespace {
 
@@ -62,7 +62,7 @@ extern "C" int __lsan_is_turned_off() {
 }
 
 TEST_CASE("identity helpers follow Python's rules") {
-  using namespace lp::standalone;
+  using namespace lp::identity;
   CHECK(sha1_hex("abc") == "a9993e364706816aba3e25717850c26c9cd0d89d");
   CHECK(sha1_hex("") == "da39a3ee5e6b4b0d3255bfef95601890afd80709");
   CHECK(sha1_hex(std::string(1000, 'a')) == "291e9a6c66994949b57ba5e650361e98fc36b1ba");
@@ -255,7 +255,7 @@ void final_file_of_a_child_ended_by(int sig, const char* name) {
   REQUIRE(waitpid(pid, &status, 0) == pid);
   REQUIRE(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == sig);
-  std::string host_dir = dir + "/workers/" + lp::standalone::host_name();
+  std::string host_dir = dir + "/workers/" + lp::identity::host_name();
   std::string doc;
   DIR* d = opendir(host_dir.c_str());
   REQUIRE(d);

@@ -18,7 +18,7 @@
 
 #include <cstring>
 
-#include "module/saved_error.h"
+#include "module/common/saved_error.h"
 
 namespace {
 

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "lp_core/clock.h"
+#include "lp_core/identity.h"
 
 namespace lp {
 
@@ -98,7 +99,8 @@ int open_worker_dir(const std::string& dir, int* err, std::string* why) {
   std::string leaf = base_of(dir);
   std::string parent = dir_of(dir);
   // workers/<host>: the run directory is the anchor, "workers" and "<host>" are checked.
-  bool in_workers = base_of(parent) == "workers" && parent.find('/') != std::string::npos;
+  bool in_workers =
+      base_of(parent) == identity::kWorkersDir && parent.find('/') != std::string::npos;
   std::string anchor = in_workers ? dir_of(parent) : parent;
   if (leaf.empty() || leaf == "." || leaf == "..") {
     *err = EINVAL;
@@ -122,7 +124,7 @@ int open_worker_dir(const std::string& dir, int* err, std::string* why) {
   }
   int parent_fd = anchor_fd;
   if (in_workers) {
-    parent_fd = open_child_dir(anchor_fd, "workers", parent, false, err, why);
+    parent_fd = open_child_dir(anchor_fd, identity::kWorkersDir, parent, false, err, why);
     close(anchor_fd);
     if (parent_fd < 0) return -1;
   }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "lp_core/clock.h"
+#include "lp_core/identity.h"
 #include "lp_core/json_text.h"
 #include "lp_core/names.h"
 #include "lp_core/worker_dir.h"
@@ -166,7 +167,9 @@ std::string worker_file_json(const std::vector<ThreadSnapshot>& threads,
   uint64_t now_ns = unix_ns();
   std::string out;
   out.reserve(4096);
-  out.append("{\"format\":\"lineprofiler-worker\",\"schema_version\":");
+  out.append("{\"format\":");
+  append_json_string(out, identity::kWorkerFormat);
+  out.append(",\"schema_version\":");
   append_json_int(out, kWorkerSchemaVersion);
   out.append(",\n\"meta\":");
   out.append(header.meta_json.empty() ? std::string("{}") : header.meta_json);

@@ -17,12 +17,12 @@
 #include "lineprofiler/standalone.hpp"
 #include "lp_core/argv_mask.h"
 #include "lp_core/clock.h"
+#include "lp_core/identity.h"
 #include "lp_core/json_text.h"
 #include "lp_core/worker.h"
 #include "lp_core/worker_dir.h"
 #include "lp_core/worker_file.h"
 #include "standalone/front.h"
-#include "standalone/identity.h"
 #include "standalone/signals.h"
 
 #ifndef LP_VERSION
@@ -32,6 +32,7 @@
 namespace lineprofiler {
 
 namespace sa = lp::standalone;
+namespace id = lp::identity;  // lp_core/identity.h: the Python profiler's rules too
 
 struct Profiler::Impl {
   // Resolved options and identity.
@@ -150,7 +151,7 @@ std::string Profiler::Impl::meta_json() const {
   append_key(out, "ppid");
   lp::append_json_int(out, long(getppid()));
   append_key(out, "host");
-  lp::append_json_string(out, sa::real_host_name());
+  lp::append_json_string(out, id::real_host_name());
   append_key(out, "host_dir");
   lp::append_json_string(out, host);
   append_key(out, "run_id");
@@ -161,7 +162,7 @@ std::string Profiler::Impl::meta_json() const {
   lp::append_json_uint(out, start_unix_ns);
   append_key(out, "start_time");
   lp::append_json_double(out, double(start_unix_ns) / 1e9);
-  sa::LauncherIdentity who = sa::launcher_identity();
+  id::LauncherIdentity who = id::launcher_identity();
   append_key(out, "rank");
   if (who.rank) {
     lp::append_json_int(out, *who.rank);
@@ -188,7 +189,7 @@ std::string Profiler::Impl::meta_json() const {
   }
   append_key(out, "argv");
   out.push_back('[');
-  std::vector<std::string> argv = lp::masked_argv(sa::process_argv(8));
+  std::vector<std::string> argv = lp::masked_argv(id::process_argv(8));
   for (size_t i = 0; i < argv.size(); ++i) {
     if (i) out.push_back(',');
     lp::append_json_string(out, argv[i]);
@@ -269,12 +270,12 @@ void Profiler::Impl::start() {
     worker->start_thread();
   }
   if (opts.export_env) {
-    env_set = {{sa::kEnvProfile, "1"},
-               {sa::kEnvRunDir, run_dir},
-               {sa::kEnvRunId, run_id},
-               {sa::kEnvParentRole, role}};
+    env_set = {{id::kEnvProfile, "1"},
+               {id::kEnvRunDir, run_dir},
+               {id::kEnvRunId, run_id},
+               {id::kEnvParentRole, role}};
     for (auto& [key, value] : env_set) {
-      env_before[key] = sa::env(key.c_str());
+      env_before[key] = id::env(key.c_str());
       setenv(key.c_str(), value.c_str(), 1);
     }
   }
@@ -333,21 +334,21 @@ void Profiler::Impl::close() {
 Profiler::Profiler(ProfilerOptions options) : impl_(new Impl()) {
   Impl& p = *impl_;
   p.opts = std::move(options);
-  p.enabled = p.opts.enabled.has_value() ? *p.opts.enabled : sa::env_enabled();
+  p.enabled = p.opts.enabled.has_value() ? *p.opts.enabled : id::env_enabled();
   std::string dir = p.opts.run_dir;
-  if (dir.empty()) dir = sa::env(sa::kEnvRunDir).value_or("");
+  if (dir.empty()) dir = id::env(id::kEnvRunDir).value_or("");
   if (dir.empty()) dir = "profile";
-  p.run_dir = sa::abspath(dir);
+  p.run_dir = id::abspath(dir);
   p.role = p.opts.role;
-  if (p.role.empty()) p.role = sa::env(sa::kEnvRole).value_or("");
+  if (p.role.empty()) p.role = id::env(id::kEnvRole).value_or("");
   if (p.role.empty()) p.role = "main";
-  p.run_id = sa::resolve_run_id(p.run_dir);
-  p.host = sa::host_name();
+  p.run_id = id::resolve_run_id(p.run_dir);
+  p.host = id::host_name();
   p.pid = long(getpid());
-  p.uid8 = sa::random_hex(4);
+  p.uid8 = id::random_hex(4);
   p.start_unix_ns = lp::unix_ns();
   if (!p.enabled) return;
-  p.worker_path = sa::worker_path(p.run_dir, p.host, p.run_id, p.pid, p.uid8);
+  p.worker_path = id::worker_path(p.run_dir, p.host, p.run_id, p.pid, p.uid8);
   p.start();
 }
 

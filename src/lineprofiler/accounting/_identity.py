@@ -2,30 +2,23 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
-import secrets
 import sys
-import time
 import uuid
 from pathlib import Path
 
 from lineprofiler import _core
 from lineprofiler.accounting import _torch_worker
-from lineprofiler.runfile.layout import ENV_PARENT_ROLE, ENV_ROLE, ENV_RUN_DIR, ENV_RUN_ID
+from lineprofiler.runfile.layout import ENV_PARENT_ROLE, ENV_ROLE
 
-_HOST_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-_RUN_ID_UNSAFE = re.compile(r"[^A-Za-z0-9.-]")  # no "_": it separates the file name's fields
-
-_RANK_VARS = ("SLURM_PROCID", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
-_LOCAL_RANK_VARS = ("SLURM_LOCALID", "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
-_JOB_VARS = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "JOB_ID")
+# The rules (run id, launcher attempts, host names, ranks) are lp_core's (src/cpp/lp_core/identity.h),
+# the standalone C++ profiler's too: this module only adapts them to Python's types. Text from the
+# environment or the kernel comes as bytes and is decoded as os.environ decodes it.
 
 
 def new_run_id() -> str:
     """A fresh attempt id: UTC minute plus 6 random hex digits, e.g. ``20261202T1535-471c94``."""
-    return time.strftime("%Y%m%dT%H%M", time.gmtime()) + "-" + secrets.token_hex(3)
+    return _core.new_run_id()
 
 
 def resolve_run_id(run_dir: Path) -> str:
@@ -33,25 +26,11 @@ def resolve_run_id(run_dir: Path) -> str:
 
     In order: ``$LINEPROFILER_RUN_ID`` when it was exported for this ``run_dir`` (an enabled
     parent, or the user with no ``$LINEPROFILER_RUN_DIR``); else the one an earlier profiler of
-    this process used for ``run_dir``; else one derived from the launcher's
-    job, so that ranks started by srun, torchrun or mpirun share an attempt with no parent
-    profiler to inherit from; else a fresh one.
+    this process used for ``run_dir`` (kept by lp_core, inherited through fork); else one derived
+    from the launcher's job, so that ranks started by srun, torchrun or mpirun share an attempt
+    with no parent profiler to inherit from; else a fresh one.
     """
-    run_dir = Path(run_dir)
-    env_id = _RUN_ID_UNSAFE.sub("-", os.environ.get(ENV_RUN_ID, "").strip())
-    env_dir = os.environ.get(ENV_RUN_DIR)
-    if env_id and (not env_dir or Path(os.path.abspath(env_dir)) == run_dir):
-        run_id = env_id
-    else:
-        run_id = _process_attempts.get(run_dir) or launcher_run_id() or new_run_id()
-    _process_attempts[run_dir] = run_id
-    return run_id
-
-
-# The attempt each run directory got in this process (and, through fork, its children): a second
-# profiler into the same directory later in the same process, after the first closed and took its
-# environment back, is still the same attempt.
-_process_attempts: dict[Path, str] = {}
+    return _core.resolve_run_id(os.fsencode(os.path.abspath(run_dir)))
 
 
 def launcher_run_id() -> str | None:
@@ -62,33 +41,7 @@ def launcher_run_id() -> str | None:
     PMIx namespace and the launcher's URI. MPICH-style ``PMI_RANK`` alone: this node's launcher
     process. A torchelastic restart is a new attempt under any of them.
     """
-    env = os.environ
-    elastic = env.get("TORCHELASTIC_RESTART_COUNT", "0").strip()
-    suffix = f"-e{_RUN_ID_UNSAFE.sub('', elastic)}" if elastic not in ("", "0") else ""
-    job = env.get("SLURM_JOB_ID", "").strip()
-    if job:
-        restarts = env.get("SLURM_RESTART_COUNT", "0").strip()
-        requeue = f"-r{_RUN_ID_UNSAFE.sub('', restarts)}" if restarts not in ("", "0") else ""
-        return f"slurm-{_RUN_ID_UNSAFE.sub('-', job)}{requeue}{suffix}"
-    elastic_id = env.get("TORCHELASTIC_RUN_ID", "").strip()
-    if elastic_id and elastic_id != "none":
-        return f"torchrun-{_short_hash(elastic_id)}{suffix}"
-    namespace = env.get("PMIX_NAMESPACE") or env.get("OMPI_MCA_ess_base_jobid")
-    if namespace and "OMPI_COMM_WORLD_RANK" in env:
-        return f"mpi-{_short_hash(namespace, env.get('OMPI_MCA_orte_hnp_uri', ''))}{suffix}"
-    if "PMI_RANK" in env:
-        ppid = os.getppid()
-        return f"pmi-{_short_hash(host_name(), str(ppid), _process_start(ppid))}{suffix}"
-    return None
-
-
-def _short_hash(*parts: str) -> str:
-    return hashlib.sha1("\0".join(parts).encode()).hexdigest()[:8]
-
-
-def _process_start(pid: int) -> str:
-    """The start time of ``pid`` in clock ticks since boot (tells a reused pid apart), or ""."""
-    return _process_start_at(f"/proc/{pid}/stat")
+    return _core.launcher_run_id()
 
 
 def _process_start_at(stat_path: str) -> str:
@@ -126,15 +79,14 @@ def own_process_start() -> str | None:
 
 def real_host_name() -> str:
     """This node's UTS name as the kernel has it (``unshare --uts`` children see their own)."""
-    return os.uname().nodename or "localhost"
+    return os.fsdecode(_core.real_host_name())
 
 
 def host_name() -> str:
     """This node's name made safe as one directory inside ``workers/``: characters outside
     ``[A-Za-z0-9._-]`` become ``_``, and a name that is all dots (``.``, ``..``) or starts with one
     gets a ``_`` prefix (the real name is kept in the worker file's ``meta.host``)."""
-    name = _HOST_UNSAFE.sub("_", real_host_name())[:200]
-    return "_" + name if name.startswith(".") else name
+    return _core.host_name()
 
 
 # A secret in argv (``--api-key X``, ``HF_TOKEN=X``, ``-p X``, ``postgres://u:pw@h``) is masked in
@@ -149,20 +101,12 @@ def masked_argv(argv: list[str]) -> list[str]:
     return _core.mask_argv([str(a).encode("utf-8", "backslashreplace").decode() for a in argv])
 
 
-def _first_int(names: tuple[str, ...]) -> tuple[int | None, str | None]:
-    for var in names:
-        value = os.environ.get(var)
-        if value is not None and value.strip().lstrip("-").isdigit():
-            return int(value), var
-    return None, None
-
-
 def launcher_identity() -> dict[str, object]:
     """Rank, local rank and job id from whichever launcher set them (None where absent)."""
-    rank, rank_var = _first_int(_RANK_VARS)
-    local_rank, _ = _first_int(_LOCAL_RANK_VARS)
-    job_id = next((os.environ[v] for v in _JOB_VARS if os.environ.get(v)), None)
-    return {"rank": rank, "rank_source": rank_var, "local_rank": local_rank, "job_id": job_id}
+    who = _core.launcher_identity()
+    if who["job_id"] is not None:
+        who["job_id"] = os.fsdecode(who["job_id"])
+    return who
 
 
 def new_uid8() -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lineprofiler.report.model import MergedPhase, Path_, Unreadable
+from lineprofiler.runfile import phase_fields
 from lineprofiler.runfile.layout import THREADS_MARK, run_id_from_name
 from lineprofiler.runfile.safe_read import UnsafeFile, read_regular
 from lineprofiler.runfile.stats import Histogram, merged_extremes
@@ -88,69 +89,62 @@ class Partial:
         tree = self.roles.setdefault(worker.role, {})
         times: dict[int, int] = {}
         touched: set[Path_] = set()
-        for path, rec, every, thread_node, io in records:
-            m = tree.get(path)
-            if m is None:
-                m = tree[path] = MergedPhase()
-            if rec.calls:
-                m.min_wall_ns, m.max_wall_ns = merged_extremes(
-                    m.calls,
-                    m.min_wall_ns,
-                    m.max_wall_ns,
-                    rec.calls,
-                    rec.min_wall_ns,
-                    rec.max_wall_ns,
-                )
-            m.calls += rec.calls
-            wall = rec.wall_ns
-            open_ns = rec.open_ns
-            m.wall_ns += wall
-            m.self_ns += rec.self_ns
-            cpu = rec.cpu_ns
-            if cpu is None:
-                m.cpu_ns = None
-            elif m.cpu_ns is not None:
-                m.cpu_ns += cpu
-            m.open_ns += open_ns
-            m.open += rec.open
-            if rec.async_calls:
-                m.async_calls += rec.async_calls
-                m.async_wall_ns += rec.async_wall_ns
-            if rec.raised:
-                m.raised += rec.raised
-            if rec.hist:
-                b = m.hist.buckets
-                for k, c in rec.hist:
-                    b[k] = b.get(k, 0) + c
-            if rec.counters:
-                mc = m.counters
-                for k, v in rec.counters.items():
-                    mc[k] = mc.get(k, 0) + v
-                if rec.counters_saturated:
-                    m.saturated.update(rec.counters_saturated)
-            if rec.synthetic:
-                m.synthetic = True
-            m.sample_rates.add(every)
-            if every > m.sample_every:
-                m.sample_every = every
-            if thread_node:
-                m.thread_node = True
-            if THREADS_MARK in path:
-                m.threads += 1  # one record per thread that ran work handed to it
-            if io:
-                mine = m.io if m.io is not None else {}
-                for k, v in io.items():
-                    mine[k] = mine.get(k, 0) + v
-                m.io = mine
-            touched.add(path)
-            pid = self.path_id(path)
-            times[pid] = times.get(pid, 0) + wall + open_ns
+        _fold_records(tree, records, times, touched, self.path_id)
         for path in touched:
             tree[path].processes += 1
         arr = array("q", bytes(8 * len(self.paths)))
         for i, t in times.items():
             arr[i] = t
         self.workers.append(FoldedWorker(worker, arr, samples))
+
+
+# The fold of one worker's records, generated once from the field table: each scalar field's line
+# comes from its combine rule (runfile/phase_fields.fold_lines), the containers' code is below.
+# Generated rather than looped over the fields, so the merge pays no getattr per field.
+_FOLD_CONTAINERS = {"path", "hist", "counters", "io", "saturated"}
+assert _FOLD_CONTAINERS == phase_fields.CONTAINERS, "a container field the fold does not handle"
+_FOLD_SOURCE = """
+def _fold_records(tree, records, times, touched, path_id):
+    for path, rec, every, thread_node, io in records:
+        m = tree.get(path)
+        if m is None:
+            m = tree[path] = MergedPhase()
+{scalars}
+        if rec.hist:
+            b = m.hist.buckets
+            for k, c in rec.hist:
+                b[k] = b.get(k, 0) + c
+        if rec.counters:
+            mc = m.counters
+            for k, v in rec.counters.items():
+                mc[k] = mc.get(k, 0) + v
+            if rec.saturated:
+                m.saturated.update(rec.saturated)
+        m.sample_rates.add(every)
+        if every > m.sample_every:
+            m.sample_every = every
+        if thread_node:
+            m.thread_node = True
+        if THREADS_MARK in path:
+            m.threads += 1  # one record per thread that ran work handed to it
+        if io:
+            mine = m.io if m.io is not None else {{}}
+            for k, v in io.items():
+                mine[k] = mine.get(k, 0) + v
+            m.io = mine
+        touched.add(path)
+        pid = path_id(path)
+        times[pid] = times.get(pid, 0) + rec.wall_ns + rec.open_ns
+""".format(scalars="\n".join(phase_fields.fold_lines("m", "rec", " " * 8)))
+_namespace = {
+    "MergedPhase": MergedPhase,
+    "merged_extremes": merged_extremes,
+    "THREADS_MARK": THREADS_MARK,
+}
+exec(
+    compile(_FOLD_SOURCE, "<report.fold: generated from the phase field table>", "exec"), _namespace
+)
+_fold_records = _namespace["_fold_records"]
 
 
 @dataclass

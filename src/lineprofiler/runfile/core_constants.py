@@ -147,6 +147,33 @@ HIST_BUCKET_VALUES: tuple[float, ...] = (
 WORKER_SCHEMA_VERSION: int = 1
 MAX_PATHS: int = 4096
 MAX_DEPTH: int = 128
+PHASE_FIELDS: tuple[tuple[str, str, str, str, str, str], ...] = (
+    ('path', 'names', 'key', '', 'path', "the phase's names from the thread's root"),
+    ('calls', 'count', 'sum', 'entries', 'calls', 'completed entries'),
+    ('wall_ns', 'ns', 'sum', 'ns', 'wall_ns', 'wall time of the completed entries'),
+    ('self_ns', 'ns', 'sum', 'ns', 'self_ns', "wall + open time less the children's wall + open time"),
+    ('cpu_ns', 'ns?', 'sum', 'ns', 'cpu_ns', 'thread CPU time of the completed entries; null: CPU time not measured'),
+    ('open', 'count', 'state', 'entries', 'open', 'entries still open at the write'),
+    ('open_ns', 'ns', 'state', 'ns', 'open_ns', 'time so far of the entries still open'),
+    ('hist', 'buckets', 'sum', 'entries', 'hist', "[bucket, count] pairs of the completed entries' wall times (nonzero buckets)"),
+    ('counters', 'int_map', 'sum', '', 'counters', 'count() totals recorded inside the phase'),
+    ('sample_every', 'rate', 'max', '', 'sample_every', '1 entry in N measured, the values above already scaled (estimates); absent: 1'),
+    ('async_calls', 'count', 'sum', 'entries', 'async_calls', 'asyncio task entries that spanned an await (their CPU is in no cpu_ns)'),
+    ('async_wall_ns', 'ns', 'sum', 'ns', 'async_wall_ns', 'their wall time (part of wall_ns)'),
+    ('io', 'byte_map?', 'sum', 'bytes', 'io', 'phase(io=True) byte sums; absent: no such entry'),
+    ('saturated', 'names', 'union', '', 'counters_saturated', 'counters whose sum reached the int64 range: their values are bounds'),
+    ('synthetic', 'bool', 'or', '', 'synthetic', 'the recorder\'s own "(folded)" node (a full tree), not a phase of that name'),
+    ('min_wall_ns', 'ns?', 'min', 'ns', 'min_wall_ns', 'exact shortest measured entry; absent: not known'),
+    ('max_wall_ns', 'ns?', 'max', 'ns', 'max_wall_ns', 'exact longest measured entry; absent: not known'),
+    ('raised', 'count', 'sum', 'entries', 'raised', 'entries that exited by an exception (a with block an exception left, a C++ scope unwound); absent: none'),
+)
+WORKER_FORMAT: str = 'lineprofiler-worker'
+WORKERS_DIR: str = 'workers'
+ENV_PROFILE: str = 'LINEPROFILER_PROFILE'
+ENV_RUN_DIR: str = 'LINEPROFILER_RUN_DIR'
+ENV_RUN_ID: str = 'LINEPROFILER_RUN_ID'
+ENV_ROLE: str = 'LINEPROFILER_ROLE'
+ENV_PARENT_ROLE: str = 'LINEPROFILER_PARENT_ROLE'
 SAMPLES_MAGIC: bytes = b'LPSMPL01'
 SAMPLES_VERSION: int = 1
 SAMPLES_HEADER_BYTES: int = 64

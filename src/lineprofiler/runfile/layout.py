@@ -12,13 +12,14 @@ from pathlib import Path
 
 from lineprofiler.runfile import core_constants as _cc
 
-# Environment variables an enabled profiler exports to its children (and a user may set).
-ENV_PROFILE = "LINEPROFILER_PROFILE"
-ENV_RUN_DIR = "LINEPROFILER_RUN_DIR"
-ENV_RUN_ID = "LINEPROFILER_RUN_ID"
-ENV_ROLE = "LINEPROFILER_ROLE"
+# Environment variables an enabled profiler exports to its children (and a user may set): lp_core's
+# (identity.h, the standalone profiler's too), generated into core_constants.
+ENV_PROFILE: str = _cc.ENV_PROFILE
+ENV_RUN_DIR: str = _cc.ENV_RUN_DIR
+ENV_RUN_ID: str = _cc.ENV_RUN_ID
+ENV_ROLE: str = _cc.ENV_ROLE
 # The exporting profiler's role: a child that joins the run is "<parent role>.child" by default.
-ENV_PARENT_ROLE = "LINEPROFILER_PARENT_ROLE"
+ENV_PARENT_ROLE: str = _cc.ENV_PARENT_ROLE
 # The phases whose lines are traced (comma-separated names or "/"-joined paths) and how many
 # entries per process ("all": every one); a profiler built with lines= exports both (issue 32).
 ENV_LINES = "LINEPROFILER_LINES"
@@ -29,7 +30,7 @@ RUN_ENV_KEYS = (ENV_PROFILE, ENV_RUN_DIR, ENV_RUN_ID, ENV_PARENT_ROLE, ENV_LINES
 # directory to (absolute, NUL-terminated), so record reports the directory the run really wrote.
 ENV_RECORD_DIRS = "LINEPROFILER_RECORD_DIRS"
 
-WORKER_FORMAT = "lineprofiler-worker"
+WORKER_FORMAT: str = _cc.WORKER_FORMAT
 WORKER_SCHEMA_VERSION: int = _cc.WORKER_SCHEMA_VERSION
 MAX_PATHS: int = _cc.MAX_PATHS  # paths per thread before new ones fold into "(folded)"
 MAX_DEPTH: int = _cc.MAX_DEPTH  # nesting beyond this is counted in depth_overflow
@@ -37,7 +38,7 @@ MAX_DEPTH: int = _cc.MAX_DEPTH  # nesting beyond this is counted in depth_overfl
 # handed from (accounting.attach): ``step/[threads]/work`` ran on other threads inside ``step``.
 THREADS_MARK = "[threads]"
 
-WORKERS_DIR = "workers"
+WORKERS_DIR: str = _cc.WORKERS_DIR
 SAMPLES_SUFFIX = ".samples"
 TAGS_SUFFIX = ".tags"
 # The line statistics of the phases named by Profiler(lines=...) / LINEPROFILER_LINES, one JSON

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from lineprofiler.runfile import core_constants as _cc
+from lineprofiler.runfile import phase_fields
 
 HIST_BUCKETS: int = _cc.HIST_BUCKETS
 HIST_MAX_REL_ERROR: float = _cc.HIST_MAX_REL_ERROR
@@ -110,13 +111,20 @@ def merged_extremes(
     return min(lo, other_lo), max(hi, other_hi)
 
 
-# How PhaseStats' integer fields combine. Summed: they add over threads and processes, and a
-# live profiler's cumulative values difference into an interval's. States: they add over threads
-# and processes too, but an interval has the latest value (entries open now), not a difference.
-# cpu_ns (a sum that may be missing), hist, counters, io, the extremes, the sampling rate and the
-# marks each have their own rule in ``add`` and ``since``.
-_SUMMED = ("calls", "wall_ns", "self_ns", "async_calls", "async_wall_ns", "raised")
-_STATES = ("open_ns", "open")
+# How PhaseStats' fields combine: the field table's rules (runfile/phase_fields.py). Summed: they add
+# over threads and processes, and a live profiler's cumulative values difference into an
+# interval's. States: they add over threads and processes too, but an interval has the latest
+# value (entries open now), not a difference. The containers (hist, counters, io, saturated), the
+# extremes and ``threads`` (not a file field: the merge counts records) have their own code.
+_SUMMED = phase_fields.SUMMED
+_STATES = phase_fields.STATES
+_NULLABLE_SUMS = phase_fields.NULLABLE_SUMS
+_MAXIMA = phase_fields.MAXIMA
+_ANY = phase_fields.ANY
+_MIN, _MAX = phase_fields.EXTREMES
+_CONTAINERS = {"path", "hist", "counters", "io", "saturated"}
+assert _CONTAINERS == phase_fields.CONTAINERS, "a container field PhaseStats does not handle"
+assert not phase_fields.UNRULED, f"fields without a combine rule: {phase_fields.UNRULED}"
 
 
 @dataclass
@@ -206,19 +214,25 @@ class PhaseStats:
     def add(self, other: PhaseStats) -> None:
         """Adds another path's aggregates (another thread's or process's): sums add, the
         extremes merge, the largest sampling rate and every mark stay."""
-        self.min_wall_ns, self.max_wall_ns = merged_extremes(
+        lo, hi = merged_extremes(
             self.calls,
-            self.min_wall_ns,
-            self.max_wall_ns,
+            getattr(self, _MIN),
+            getattr(self, _MAX),
             other.calls,
-            other.min_wall_ns,
-            other.max_wall_ns,
+            getattr(other, _MIN),
+            getattr(other, _MAX),
         )
+        setattr(self, _MIN, lo)
+        setattr(self, _MAX, hi)
         for f in _SUMMED + _STATES:
             setattr(self, f, getattr(self, f) + getattr(other, f))
-        self.cpu_ns = (
-            None if self.cpu_ns is None or other.cpu_ns is None else self.cpu_ns + other.cpu_ns
-        )
+        for f in _NULLABLE_SUMS:
+            mine, theirs = getattr(self, f), getattr(other, f)
+            setattr(self, f, None if mine is None or theirs is None else mine + theirs)
+        for f in _MAXIMA:
+            setattr(self, f, max(getattr(self, f), getattr(other, f)))
+        for f in _ANY:
+            setattr(self, f, getattr(self, f) or getattr(other, f))
         self.hist.add(other.hist)
         for k, v in other.counters.items():
             self.counters[k] = self.counters.get(k, 0) + v
@@ -227,10 +241,8 @@ class PhaseStats:
             for k, v in other.io.items():
                 mine[k] = mine.get(k, 0) + v
             self.io = mine
-        self.sample_every = max(self.sample_every, other.sample_every)
         self.thread_node = self.thread_node or other.thread_node
         self.threads += other.threads
-        self.synthetic = self.synthetic or other.synthetic
         self.saturated |= other.saturated
 
     def since(self, before: PhaseStats) -> PhaseStats:
@@ -241,20 +253,17 @@ class PhaseStats:
         (an interval's own min and max are not recorded): None otherwise."""
         out = PhaseStats(
             hist=self.hist.minus(before.hist),
-            sample_every=self.sample_every,
             thread_node=self.thread_node,
             threads=self.threads,
             saturated=set(self.saturated),
-            synthetic=self.synthetic,
         )
         for f in _SUMMED:
             setattr(out, f, max(0, getattr(self, f) - getattr(before, f)))
-        for f in _STATES:
+        for f in _STATES + _MAXIMA + _ANY:  # the latest value
             setattr(out, f, getattr(self, f))
-        if self.cpu_ns is None or before.cpu_ns is None:
-            out.cpu_ns = None
-        else:
-            out.cpu_ns = max(0, self.cpu_ns - before.cpu_ns)
+        for f in _NULLABLE_SUMS:
+            now, was = getattr(self, f), getattr(before, f)
+            setattr(out, f, None if now is None or was is None else max(0, now - was))
         for k, v in self.counters.items():
             d = v - before.counters.get(k, 0)
             if d != 0:
@@ -264,5 +273,6 @@ class PhaseStats:
             moved = {k: v - was.get(k, 0) for k, v in self.io.items() if v > was.get(k, 0)}
             out.io = moved or None
         if not before.calls:
-            out.min_wall_ns, out.max_wall_ns = self.min_wall_ns, self.max_wall_ns
+            setattr(out, _MIN, getattr(self, _MIN))
+            setattr(out, _MAX, getattr(self, _MAX))
         return out

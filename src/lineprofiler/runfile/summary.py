@@ -14,42 +14,45 @@ from typing import Annotated, Any
 
 import msgspec
 
+from lineprofiler.runfile import phase_fields
 from lineprofiler.runfile.safe_read import UnsafeFile, read_regular
-from lineprofiler.runfile.worker_doc import Bucket, Int64, Ns, UnixTime
+from lineprofiler.runfile.worker_doc import Ns, UnixTime
 from lineprofiler.safe_write import open_own_dir, write_output
 
 SUMMARY_FORMAT = "lineprofiler-host-summary"
-SUMMARY_SCHEMA_VERSION = 2  # 2: workers carry process_start
+SUMMARY_SCHEMA_VERSION = 3  # 2: workers carry process_start; 3: phases in the field table's order
 SUMMARIES_DIR = "summaries"
 # What one host summary may cost the reader: 1,024 workers' full trees are ~50 MB.
 MAX_SUMMARY_BYTES = 512 << 20
 
 
-class PhaseSum(msgspec.Struct, array_like=True, gc=False):
-    """A phase path's aggregates in one role (``report.model.MergedPhase`` as data)."""
+def _phase_sum_fields() -> list[tuple]:
+    """PhaseSum's fields: ``path_id``, then every field of the phase record but its path, typed as
+    in a worker file (runfile/phase_fields.py: the one table), then what only the merge keeps."""
+    out: list[tuple] = [("path_id", Annotated[int, msgspec.Meta(ge=0)])]
+    for f in phase_fields.FIELDS:
+        if f.combine == "key":
+            continue
+        hint, default = phase_fields.annotation(f.type)
+        if f.type == "byte_map?":
+            hint = dict[str, Ns] | None  # the fold kept integer byte sums only
+        elif f.type == "rate":
+            hint = Ns  # a phase no record reached has none yet (0)
+        out.append((f.name, hint, msgspec.field(default=default)))
+    out += [
+        ("sample_rates", list[Annotated[int, msgspec.Meta(ge=1)]], msgspec.field(default=[])),
+        ("processes", Ns, msgspec.field(default=0)),
+        ("thread_node", bool, msgspec.field(default=False)),
+        # thread records of a path under "[threads]" (work handed to other threads)
+        ("threads", Ns, msgspec.field(default=0)),
+    ]
+    return out
 
-    path_id: Annotated[int, msgspec.Meta(ge=0)]
-    calls: Ns
-    wall_ns: Ns
-    self_ns: Ns
-    cpu_ns: Ns | None
-    open: Ns
-    open_ns: Ns
-    hist: list[tuple[Bucket, Ns]]
-    counters: dict[str, Int64]
-    sample_every: Ns
-    sample_rates: list[Annotated[int, msgspec.Meta(ge=1)]]
-    processes: Ns
-    thread_node: bool
-    io: dict[str, Ns] | None
-    saturated: list[str] = []  # counters whose sum reached the int64 range
-    synthetic: bool = False  # the recorder's own "(folded)" node
-    async_calls: Ns = 0
-    async_wall_ns: Ns = 0
-    min_wall_ns: Ns | None = None  # exact shortest entry (None: unknown, or an older summary)
-    max_wall_ns: Ns | None = None
-    raised: Ns = 0  # entries that exited by an exception
-    threads: Ns = 0  # thread records of a path under "[threads]" (work handed to other threads)
+
+# A phase path's aggregates in one role (``report.model.MergedPhase`` as data).
+PhaseSum = msgspec.defstruct(
+    "PhaseSum", _phase_sum_fields(), module=__name__, array_like=True, gc=False
+)
 
 
 class WorkerSum(msgspec.Struct, gc=False):

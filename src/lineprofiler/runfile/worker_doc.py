@@ -21,12 +21,13 @@ from typing import Annotated, Any
 import msgspec
 
 from lineprofiler.runfile.layout import THREADS_MARK, WORKER_FORMAT, WORKER_SCHEMA_VERSION
+from lineprofiler.runfile.phase_fields import MAX_NS, Ns, record_struct
 from lineprofiler.runfile.safe_read import UnsafeFile, read_regular
 from lineprofiler.runfile.stats import Histogram, PhaseStats
 
 Path_ = tuple[str, ...]
 
-_MAX_NS = 2**63 - 1  # ~292 years: any count or time above is corrupt
+_MAX_NS = MAX_NS
 _FUTURE_SLACK_S = 86400.0  # clock skew between the nodes and the machine reading the run
 # A file cannot have been written after it was last modified: a written_at beyond its mtime by
 # more than the clock skew between a node and the file server is not believed (it would stretch
@@ -39,34 +40,13 @@ _MTIME_SLACK_S = 600.0
 MAX_WORKER_BYTES = 64 << 20
 MAX_RECORDS_PER_FILE = 65_536  # phase records (threads x paths): 16 threads' full trees
 
-Ns = Annotated[int, msgspec.Meta(ge=0, le=_MAX_NS)]
-Int64 = Annotated[int, msgspec.Meta(ge=-_MAX_NS - 1, le=_MAX_NS)]
-Bucket = Annotated[int, msgspec.Meta(ge=0, le=511)]
 UnixTime = Annotated[float, msgspec.Meta(ge=0, le=1e11)]
 Rank = Annotated[int, msgspec.Meta(ge=-1, le=2**31)]
 
 
-class PhaseRec(msgspec.Struct, gc=False):
-    """One thread's record of one phase path (``threads[].phases[]``)."""
-
-    path: list[str]
-    calls: Ns = 0
-    wall_ns: Ns = 0
-    self_ns: Ns = 0
-    cpu_ns: Ns | None = None  # None: CPU time not measured
-    open: Ns = 0
-    open_ns: Ns = 0
-    hist: list[tuple[Bucket, Ns]] = []
-    counters: dict[str, Int64] = {}  # any int64: a saturated counter is a value
-    sample_every: Annotated[int, msgspec.Meta(ge=1, le=_MAX_NS)] = 1
-    async_calls: Ns = 0  # asyncio task entries that spanned an await (no CPU in cpu_ns)
-    async_wall_ns: Ns = 0  # their wall time (part of wall_ns)
-    io: dict[str, Any] | None = None  # integer byte sums; other (future) fields are ignored
-    counters_saturated: list[str] = []  # counters whose sum reached the int64 range: bounds
-    synthetic: bool = False  # the recorder's own "(folded)" node, not a phase of that name
-    min_wall_ns: Ns | None = None  # exact shortest measured entry (absent in older files)
-    max_wall_ns: Ns | None = None  # exact longest measured entry
-    raised: Ns = 0  # entries that exited by an exception (absent: none)
+# One thread's record of one phase path (``threads[].phases[]``): its fields, types, defaults and
+# keys are the field table's (runfile/phase_fields.py; lp_core/phase_fields.h).
+PhaseRec = record_struct("PhaseRec", module=__name__, gc=False)
 
 
 class _Thread(msgspec.Struct):
@@ -421,12 +401,10 @@ def tree_of_json(text: bytes | str, thread_names: bool = False) -> dict[Path_, P
     return tree_of(doc, thread_names)
 
 
-# PhaseRec's fields that are PhaseStats' as they are (the rest are converted in ``stats_of``).
-_STATS_FIELDS = [
-    f
-    for f in PhaseRec.__struct_fields__
-    if f not in ("path", "hist", "counters", "sample_every", "io", "counters_saturated")
-]
+# PhaseRec's fields that are PhaseStats' as they are: the scalars (the containers and the sampling
+# rate are converted in ``stats_of``).
+_STATS_CONVERTED = ("path", "hist", "counters", "sample_every", "io", "saturated")
+_STATS_FIELDS = [f for f in PhaseRec.__struct_fields__ if f not in _STATS_CONVERTED]
 
 
 def stats_of(rec: PhaseRec, every: int, thread_node: bool, io: dict[str, int] | None) -> PhaseStats:
@@ -437,7 +415,7 @@ def stats_of(rec: PhaseRec, every: int, thread_node: bool, io: dict[str, int] | 
         sample_every=every,
         io=dict(io) if io else None,
         thread_node=thread_node,
-        saturated=set(rec.counters_saturated),
+        saturated=set(rec.saturated),
         **{f: getattr(rec, f) for f in _STATS_FIELDS},
     )
 
