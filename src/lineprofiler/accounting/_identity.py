@@ -7,8 +7,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from lineprofiler import _core
-from lineprofiler.accounting import _torch_worker
+from lineprofiler import _core, _torch_worker
 from lineprofiler.runfile.layout import ENV_PARENT_ROLE, ENV_ROLE
 
 # The rules (run id, launcher attempts, host names, ranks) are lp_core's (src/cpp/lp_core/identity.h),

@@ -39,8 +39,8 @@ import warnings
 import weakref
 from typing import Any
 
-from lineprofiler import _signal_guard
-from lineprofiler.accounting import _identity, _torch_worker
+from lineprofiler import _signal_guard, _torch_worker
+from lineprofiler.accounting import _identity
 from lineprofiler.accounting.export import DeltaCursor
 from lineprofiler.runfile.layout import (
     ENV_PARENT_ROLE,

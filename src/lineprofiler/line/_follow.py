@@ -295,7 +295,7 @@ def _cooperate_with_torch() -> None:
             sys.meta_path.insert(0, _TorchSignalsFinder)  # type: ignore[arg-type]
         return
     try:
-        from lineprofiler.accounting import _torch_worker
+        from lineprofiler import _torch_worker
 
         _torch_worker.cooperate(_reclaim_sigterm)
     except Exception:  # never break the child

@@ -41,30 +41,44 @@ ThreadStack* new_thread_stack() {
 
 namespace {
 
+// The filter is Python code: while it runs, another thread may take the GIL and disable, clear
+// or free this tracer. Its own references to the filter and the cache keep them alive meanwhile.
 bool filter_accepts(Tracer* t, PyObject* filename) {
   SavedError saved;
+  if (!t->file_cache || !t->filter) return false;                       // cleared (tp_clear)
   PyObject* cached = PyDict_GetItemWithError(t->file_cache, filename);  // borrowed
   if (cached) return cached == Py_True;
   PyErr_Clear();
-  PyObject* r = PyObject_CallOneArg(t->filter, filename);
+  PyObject* filter = Py_NewRef(t->filter);
+  PyObject* file_cache = Py_NewRef(t->file_cache);
+  PyObject* r = PyObject_CallOneArg(filter, filename);
   int yes = 0;
   if (!r) {
-    PyErr_WriteUnraisable(t->filter);  // a broken filter traces nothing; never raise into user code
+    PyErr_WriteUnraisable(filter);  // a broken filter traces nothing; never raise into user code
   } else {
     yes = PyObject_IsTrue(r);
     Py_DECREF(r);
     if (yes < 0) {
-      PyErr_WriteUnraisable(t->filter);
+      PyErr_WriteUnraisable(filter);
       yes = 0;
     }
   }
-  if (PyDict_SetItem(t->file_cache, filename, yes ? Py_True : Py_False) < 0) PyErr_Clear();
+  if (PyDict_SetItem(file_cache, filename, yes ? Py_True : Py_False) < 0) PyErr_Clear();
+  Py_DECREF(file_cache);
+  Py_DECREF(filter);
   return yes != 0;
 }
 
 }  // namespace
 
+CodeInfo g_stale_info;
+
 CodeInfo* decide(Tracer* t, PyObject* code) {
+  // The filter may let another thread disable this activation (or drop the last reference to the
+  // tracer: its owner is held until the decision is stored). Then the event is not this
+  // activation's: the caller gets g_stale_info and ignores it (its thread stack may be gone).
+  uint64_t generation = g_generation;
+  PyObject* owner = Py_NewRef(t->owner);
   uint64_t start = lp::wall_ticks();
   auto info = std::make_unique<CodeInfo>();
   info->code = Py_NewRef(code);
@@ -85,7 +99,9 @@ CodeInfo* decide(Tracer* t, PyObject* code) {
   if (t_generation == g_generation && t_stack) {
     for (Frame& f : t_stack->frames) f.t0 += spent;
   }
-  return raw;
+  bool stale = generation != g_generation || g_active != t;
+  Py_DECREF(owner);  // may free t when stale: nothing of t is used after this
+  return stale ? &g_stale_info : raw;
 }
 
 namespace {
@@ -355,6 +371,7 @@ PyObject* tracer_add_code(LineTracerObject* self, PyObject* code) {
   }
   Tracer* t = self->t;
   CodeInfo* info = lookup(t, code);
+  if (is_stale(info)) Py_RETURN_NONE;
   if (!info->traced) {
     info->traced = true;
     // 3.12+: a new scope key makes the next enable() restart the locations an earlier activation

@@ -29,7 +29,9 @@ inline PyObject* disable_result() {
 // so it is ignored; code outside the scope is disabled as usual (that decision is the same on
 // every thread), project code stays enabled for the traced thread.
 PyObject* other_thread_result(Tracer* t, PyObject* code) {
-  if (!lookup(t, code)->traced) return disable_result();
+  CodeInfo* info = lookup(t, code);
+  if (is_stale(info)) Py_RETURN_NONE;
+  if (!info->traced) return disable_result();
   Py_RETURN_NONE;
 }
 
@@ -39,6 +41,7 @@ PyObject* mon_start(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // PY
   if (foreign_thread(t)) return other_thread_result(t, args[0]);
   ThreadStack* ts = thread_stack();
   CodeInfo* info = lookup(t, args[0]);
+  if (is_stale(info)) Py_RETURN_NONE;
   if (!info->traced) return disable_result();
   uint64_t now = lp::wall_ticks();
   ts->events.calls++;
@@ -51,6 +54,7 @@ PyObject* mon_resume(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // P
   if (!t || nargs < 2 || foreign_thread(t)) Py_RETURN_NONE;
   ThreadStack* ts = thread_stack();
   CodeInfo* info = lookup(t, args[0]);
+  if (is_stale(info)) Py_RETURN_NONE;
   if (!info->traced) Py_RETURN_NONE;  // PY_THROW cannot be disabled; PY_RESUME is rare here
   uint64_t now = lp::wall_ticks();
   ts->events.calls++;
@@ -75,6 +79,7 @@ PyObject* mon_line(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // LIN
     Py_RETURN_NONE;
   }
   CodeInfo* info = lookup(t, args[0]);
+  if (is_stale(info)) Py_RETURN_NONE;
   if (!info->traced) {
     ts->events.lines--;
     return disable_result();
@@ -112,6 +117,7 @@ PyObject* mon_jump(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // JUM
   ThreadStack* ts = thread_stack();
   bool on_top = !ts->frames.empty() && ts->frames.back().key == args[0];
   CodeInfo* info = on_top ? ts->frames.back().info : lookup(t, args[0]);
+  if (is_stale(info)) Py_RETURN_NONE;
   if (!info->traced) return disable_result();
   int line = same_line_jump(info, args[0], from, to);
   if (line < 0) return disable_result();  // the target's LINE event reports it
@@ -137,7 +143,9 @@ PyObject* mon_exit(PyObject*, PyObject* const* args, Py_ssize_t nargs) {  // PY_
   if (!t || nargs < 1) Py_RETURN_NONE;
   if (foreign_thread(t)) return other_thread_result(t, args[0]);
   if (pop_if_top(args[0])) Py_RETURN_NONE;
-  if (!lookup(t, args[0])->traced) return disable_result();
+  CodeInfo* info = lookup(t, args[0]);
+  if (is_stale(info)) Py_RETURN_NONE;
+  if (!info->traced) return disable_result();
   Py_RETURN_NONE;
 }
 

@@ -111,6 +111,7 @@ inline PyObject* frame_code(PyFrameObject* frame) {
 int lazy_line(Tracer* t, ThreadStack* ts, PyFrameObject* frame) {
   // A line in a frame we did not see start: one that was running when tracing began.
   CodeInfo* info = lookup(t, frame_code(frame));
+  if (is_stale(info)) return 0;
   if (!info->traced) {
     ts->events.lines--;
     lines_off(frame);
@@ -139,6 +140,7 @@ int legacy_trace(PyObject*, PyFrameObject* frame, int what, PyObject*) {
     case PyTrace_CALL: {
       ThreadStack* ts = thread_stack();
       CodeInfo* info = lookup(t, frame_code(frame));
+      if (is_stale(info)) return 0;
       uint64_t now = lp::wall_ticks();
       if (!info->traced) {
         ts->events.foreign++;

@@ -164,6 +164,12 @@ inline ThreadStack* thread_stack() {
 
 /// The decision for code (cached per code object; calls the filter once per new file name).
 CodeInfo* decide(Tracer* t, PyObject* code);
+/// What decide() returns when the activation ended (or the tracer went) while its filter ran:
+/// not traced, and the caller must not touch its thread stack.
+extern CodeInfo g_stale_info;
+inline bool is_stale(const CodeInfo* info) {
+  return info == &g_stale_info;
+}
 
 inline CodeInfo* lookup(Tracer* t, PyObject* code) {
   auto it = t->codes.find(code);
