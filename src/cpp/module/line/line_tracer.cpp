@@ -99,7 +99,7 @@ CodeInfo* decide(Tracer* t, PyObject* code) {
   if (t_generation == g_generation && t_stack) {
     for (Frame& f : t_stack->frames) f.t0 += spent;
   }
-  bool stale = generation != g_generation || g_active != t;
+  bool stale = generation != g_generation;  // enabled or disabled meanwhile (any tracer)
   Py_DECREF(owner);  // may free t when stale: nothing of t is used after this
   return stale ? &g_stale_info : raw;
 }
@@ -371,7 +371,7 @@ PyObject* tracer_add_code(LineTracerObject* self, PyObject* code) {
   }
   Tracer* t = self->t;
   CodeInfo* info = lookup(t, code);
-  if (is_stale(info)) Py_RETURN_NONE;
+  if (is_stale(info)) info = lookup(t, code);  // stored all the same: found this time
   if (!info->traced) {
     info->traced = true;
     // 3.12+: a new scope key makes the next enable() restart the locations an earlier activation
