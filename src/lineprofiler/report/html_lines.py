@@ -12,7 +12,7 @@ from __future__ import annotations
 import unicodedata
 
 from lineprofiler.report.html_charts import esc
-from lineprofiler.report.lines_merge import MergedFunction
+from lineprofiler.report.lines_model import MergedFunction
 from lineprofiler.report.units import fmt_duration, fmt_share, path_label
 from lineprofiler.report.view import LineRow, PhaseLinesView, RoleView, RunView
 

@@ -21,7 +21,7 @@ from lineprofiler.runfile.stats import PhaseStats
 from lineprofiler.runfile.worker_doc import Path_, Worker
 
 if TYPE_CHECKING:
-    from lineprofiler.report.lines_merge import MergedPhaseLines
+    from lineprofiler.report.lines_model import MergedPhaseLines
 
 __all__ = [
     "Attempt",
@@ -73,7 +73,7 @@ class Role:
     # shorter where the path appeared after the worker was read): what the straggler view needs.
     times: list[array] = field(default_factory=list, repr=False)
     path_ids: dict[Path_, int] = field(default_factory=dict, repr=False)
-    # The traced phases' line statistics (``.lines`` sidecars, report.lines_merge), by path.
+    # The traced phases' line statistics (``.lines`` sidecars, report.lines_merge, lines_model), by path.
     lines: dict[Path_, MergedPhaseLines] = field(default_factory=dict, repr=False)
 
     def worker_time_ns(self, index: int, path: Path_) -> int:

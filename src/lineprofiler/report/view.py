@@ -38,7 +38,7 @@ import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from lineprofiler.report.lines_merge import MergedLine, MergedPhaseLines
+from lineprofiler.report.lines_model import MergedLine, MergedPhaseLines
 from lineprofiler.report.model import MergedPhase, MergedRun, Path_, Role, Worker
 from lineprofiler.report.units import NA, path_label
 from lineprofiler.runfile.layout import THREADS_MARK
