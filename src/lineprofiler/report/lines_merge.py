@@ -14,8 +14,6 @@ from pathlib import Path
 
 from lineprofiler.report.caveat import Caveat
 from lineprofiler.report.lines_model import (
-    FunctionKey,
-    LineKey,
     MergedFunction,
     MergedLine,
     MergedPhaseLines,
@@ -24,6 +22,7 @@ from lineprofiler.report.lines_model import (
 from lineprofiler.report.model import MergedRun, Path_, Role
 from lineprofiler.runfile.layout import lines_path
 from lineprofiler.runfile.lines import LinesDoc, LinesFileError, read_lines
+
 
 def add_doc(role_lines: dict[Path_, MergedPhaseLines], doc: LinesDoc, who: ProcessKey) -> None:
     """Adds one process's sidecar to its role's merged lines."""
