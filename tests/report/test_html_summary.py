@@ -22,7 +22,8 @@ from lineprofiler.report.html_charts import PALETTE, Palette, histogram
 from lineprofiler.report.merge import merge_run
 from lineprofiler.report.timeline import DEFAULT_BINS, build_timeline
 from lineprofiler.report.units import fmt_duration, fmt_share
-from lineprofiler.report.view import run_summary, run_view
+from lineprofiler.report.view import run_view
+from lineprofiler.report.view_summary import run_summary
 from tests.helpers import child_env
 from tests.report.synth import MS, Ph, big_run, golden_run, worker_doc, write_worker
 from tests.report.test_html import chromium, needs_chromium, uncaught_errors

@@ -41,12 +41,11 @@ from lineprofiler.report.view import (
     ASYNC,
     DEFAULT_TOP,
     RoleView,
-    RunSummary,
     RunView,
-    run_summary,
     run_view,
     sample_note,
 )
+from lineprofiler.report.view_summary import RunSummary, run_summary
 
 HEATMAP_PHASES = 6  # dominant phases shown as heatmap columns
 HIST_PHASES = 6  # latency histograms per role
