@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "lp_core/names.h"
+#include "lp_core/api_parts.h"
 #include "lp_core/recorder.h"
 
 #ifndef LP_VERSION
@@ -41,8 +41,7 @@ inline ThreadState* state_of(Recorder* rec) {
 }
 
 uint32_t api_intern(const char* name, size_t len) {
-  if (len == 0) return 0;  // the root's name: no handle
-  return NameTable::instance().intern(std::string_view(name, len));
+  return api_parts::intern(name, len);
 }
 
 // The frame keeps (recorder, thread state) of the entry: exit() closes it there, and only while
@@ -81,20 +80,12 @@ size_t api_current(char* buf, size_t cap) {
   Recorder* rec = g_recorder.load(std::memory_order_acquire);
   ThreadState* ts = rec ? rec->thread_state() : nullptr;
   if (rec && !ts) ts = rec->find_thread();
-  if (!ts) return 0;
-  uint32_t id = ts->current_name();
-  if (id == kRootNameId) return 0;
-  std::string name = NameTable::instance().name(id);
-  std::memcpy(buf, name.data(), name.size() < cap ? name.size() : cap);
-  return name.size();
+  return ts ? api_parts::current_name(*ts, buf, cap) : 0;
 }
 
 size_t api_capture(uint32_t* names, size_t cap) {
   Recorder* rec = g_recorder.load(std::memory_order_acquire);
-  if (!rec) return 0;
-  std::vector<uint32_t> path = state_of(rec)->open_path();
-  std::memcpy(names, path.data(), (path.size() < cap ? path.size() : cap) * sizeof(uint32_t));
-  return path.size();
+  return rec ? api_parts::capture(*state_of(rec), names, cap) : 0;
 }
 
 // As api_enter: the frame keeps (recorder, thread state), and the attached level.
@@ -102,7 +93,7 @@ int api_attach_path(const uint32_t* names, size_t n, lp_frame* frame) {
   Recorder* rec = g_recorder.load(std::memory_order_acquire);
   if (!rec || !names || n == 0) return 0;
   ThreadState* ts = state_of(rec);
-  uint32_t level = ts->attach(std::vector<uint32_t>(names, names + n));
+  uint32_t level = api_parts::attach(*ts, names, n);
   if (!level) return 0;
   frame->impl[0] = rec;
   frame->impl[1] = ts;

@@ -20,11 +20,10 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "lineprofiler/python.hpp"
-#include "lp_core/names.h"
+#include "lp_core/api_parts.h"
 #include "module/accounting/recorder_object.h"
 
 namespace lp_module {
@@ -95,8 +94,7 @@ inline lp::ThreadState* native_thread_state(RecorderObject* r) {
 }
 
 uint32_t api_intern(const char* name, size_t len) {
-  if (!name || !len) return 0;
-  return lp::NameTable::instance().intern(std::string_view(name, len));
+  return lp::api_parts::intern(name, len);
 }
 
 // frame->impl: the recorder, the thread state and the stack the entry was made on.
@@ -144,19 +142,14 @@ size_t api_current(char* buf, size_t cap) {
   if (!r) return 0;
   lp::ThreadState* ts = r->recorder->find_thread();
   if (!ts || (ts->has_task_stacks() && !native_sync(r, ts))) return 0;
-  std::string name = lp::NameTable::instance().name(ts->current_name());
-  std::memcpy(buf, name.data(), std::min(cap, name.size()));
-  return name.size();
+  return lp::api_parts::current_name(*ts, buf, cap);
 }
 
 size_t api_capture(uint32_t* names, size_t cap) {
   RecorderObject* r = native_recorder();
   if (!r) return 0;
   lp::ThreadState* ts = native_thread_state(r);
-  if (!ts) return 0;
-  std::vector<uint32_t> path = ts->open_path();
-  std::memcpy(names, path.data(), std::min(cap, path.size()) * sizeof(uint32_t));
-  return path.size();
+  return ts ? lp::api_parts::capture(*ts, names, cap) : 0;
 }
 
 // frame->impl: the recorder, the thread state and the attached level (as with api_enter).
@@ -165,7 +158,7 @@ int api_attach_path(const uint32_t* names, size_t n, lp_frame* frame) {
   if (!r || !names || n == 0) return 0;
   lp::ThreadState* ts = native_thread_state(r);
   if (!ts) return 0;
-  uint32_t level = ts->attach(std::vector<uint32_t>(names, names + n));
+  uint32_t level = lp::api_parts::attach(*ts, names, n);
   if (!level) return 0;
   frame->impl[0] = r;
   frame->impl[1] = ts;
