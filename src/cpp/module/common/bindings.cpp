@@ -1,5 +1,5 @@
-// module/common/bindings.cpp: the lineprofiler._core module: declarations only (logic lives in
-// lp_core).
+// module/common/bindings.cpp: the lineprofiler._core module: declarations, and the conversions of
+// Python values they need (logic lives in lp_core).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
