@@ -141,6 +141,29 @@ def get_installed() -> Recorder | None: ...
 def set_join_hook(fn: Callable[[], object] | None) -> None: ...
 def set_sync_resolver(fn: Callable[[], object] | None, /) -> None: ...
 def name_shape(name: str, /) -> str: ...
+def meta_json(
+    *,
+    role: str,
+    process_name: str | None,
+    parent_role: str | None,
+    pid: int,
+    host_dir: str,
+    run_id: str,
+    uuid: str,
+    start_unix_ns: int,
+    argv: Sequence[object],
+    signal_flush: bool,
+    measure_cpu: bool,
+    snapshot_interval_s: float | None,
+    sample_interval_s: float | None,
+    thread_names: bool,
+    strict_names: bool,
+    annotate: bool,
+    backend: str | None,
+    lines: Sequence[str],
+    lines_entries: int | None,
+    exit_signal: str | None = None,
+) -> str: ...
 def mask_argv(argv: Sequence[str]) -> list[str]: ...
 def names_a_secret(key: str) -> bool: ...
 def new_run_id() -> str: ...

@@ -5,6 +5,8 @@ host directory and run directory, computed by each side from the same environmen
 from __future__ import annotations
 
 import json
+import os
+import platform
 import re
 import subprocess
 import sys
@@ -13,6 +15,7 @@ from typing import Any
 
 import pytest
 
+import lineprofiler
 from tests.helpers import child_env, read_worker, worker_files
 from tests.native.standalone_build import build_direct
 
@@ -139,3 +142,136 @@ def test_run_dir_modes_under_umask_000_and_masked_argv(server: Path, tmp_path: P
     assert not any(s in text for s in ("S-ONE", "S-TWO", "S-THREE"))
     argv = read_worker(path)["meta"]["argv"]
     assert argv[4:] == ["TOKEN=<masked>", "-p", "<masked>", "--db=pg://u:<masked>@h"]
+
+
+# The meta object: one builder (lp_core/meta_doc.h) for both profilers. A Python worker and the
+# C++ server, both children of this test in one environment, are checked against what the test
+# knows itself: their pids, its own pid (their ppid), the environment it gave them, the secrets it
+# put in their argv, their start as /proc/<pid>/stat has it, and the package's version.
+PY_WORKER = """
+import sys
+from lineprofiler.accounting import Profiler
+p = Profiler(role="server", snapshot_interval_s=5.0)
+print("ready", flush=True)
+sys.stdin.readline()
+p.close()
+"""
+
+# Keys whose values both runtimes know alike in this setup (the rest: pid, process_start, uuid,
+# start_*, argv, python, runtime and lines_entries are each process's own, checked below).
+SAME_VALUES = (
+    "role",
+    "process_name",
+    "parent_role",
+    "ppid",
+    "host",
+    "host_dir",
+    "run_id",
+    "rank",
+    "rank_source",
+    "local_rank",
+    "job_id",
+    "signal_flush",
+    "measure_cpu",
+    "snapshot_interval_s",
+    "sample_interval_s",
+    "thread_names",
+    "strict_names",
+    "annotate",
+    "backend",
+    "lines",
+    "lineprofiler_version",
+)
+
+
+def own_start_of(pid: int) -> str:
+    """``<boot id>:<field 22 of /proc/<pid>/stat>``, read here."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    ticks = stat[stat.rindex(")") + 2 :].split()[19]
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return f"{boot}:{ticks}"
+
+
+def started(cmd: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.strip() == "ready":
+            return proc
+    raise AssertionError(
+        f"{cmd[0]} ended early: {proc.wait()} {proc.stderr and proc.stderr.read()}"
+    )
+
+
+def meta_of(run_dir: Path, runtime: str) -> tuple[dict[str, Any], str]:
+    for path in worker_files(run_dir):
+        text = path.read_text()
+        doc = json.loads(text)
+        if doc["meta"]["runtime"] == runtime:
+            return doc["meta"], text
+    raise AssertionError(f"no {runtime} worker file in {run_dir}")
+
+
+def test_python_and_cpp_write_one_meta_document(server: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    env = child_env(
+        {
+            "LINEPROFILER_PROFILE": "1",
+            "LINEPROFILER_RUN_DIR": str(run_dir),
+            "LINEPROFILER_RUN_ID": "meta-run-1",
+            "RANK": "3",
+            "LOCAL_RANK": "1",
+            "PBS_JOBID": "99.server",
+        }
+    )
+    for var in ("SLURM_PROCID", "SLURM_LOCALID", "SLURM_JOB_ID", "OMPI_COMM_WORLD_RANK"):
+        env.pop(var, None)
+    py_secrets = ["--token=S-PY-1", "--api-key", "S-PY-2"]
+    cpp_secrets = ["--token=S-CPP-1", "--api-key", "S-CPP-2"]
+    py = started([sys.executable, "-c", PY_WORKER, *py_secrets], env, tmp_path)
+    cpp = started([str(server), *cpp_secrets, "5", "--wait-for-signal"], env, tmp_path)
+    try:
+        starts = {"python": own_start_of(py.pid), "c++": own_start_of(cpp.pid)}
+        py_meta, py_text = meta_of(run_dir, "python")
+        cpp_meta, cpp_text = meta_of(run_dir, "c++")
+    finally:
+        assert py.stdin is not None
+        py.stdin.write("\n")
+        py.stdin.close()
+        cpp.send_signal(15)
+        assert py.wait(timeout=60) == 0, py.stderr and py.stderr.read()
+        cpp.wait(timeout=60)
+
+    assert list(py_meta) == list(cpp_meta)  # one key set, one order
+    assert "exit_signal" not in py_meta
+    for key in SAME_VALUES:
+        assert py_meta[key] == cpp_meta[key], key
+    # ... and those values are the truth
+    assert py_meta["role"] == "server"
+    assert py_meta["ppid"] == os.getpid()
+    assert py_meta["host"] == os.uname().nodename
+    assert py_meta["run_id"] == "meta-run-1"
+    assert (py_meta["rank"], py_meta["rank_source"], py_meta["local_rank"]) == (3, "RANK", 1)
+    assert py_meta["job_id"] == "99.server"
+    assert py_meta["signal_flush"] is True
+    assert (py_meta["snapshot_interval_s"], py_meta["sample_interval_s"]) == (5, 1)
+    assert py_meta["lines"] == []
+    assert py_meta["lineprofiler_version"] == lineprofiler.__version__
+    assert (py_meta["pid"], cpp_meta["pid"]) == (py.pid, cpp.pid)
+    assert py_meta["process_start"] == starts["python"]
+    assert cpp_meta["process_start"] == starts["c++"]
+    assert (py_meta["python"], cpp_meta["python"]) == (platform.python_version(), None)
+    assert (py_meta["lines_entries"], cpp_meta["lines_entries"]) == (20, None)
+    masked = ["--token=<masked>", "--api-key", "<masked>"]
+    assert py_meta["argv"] == ["-c", *masked]
+    assert cpp_meta["argv"] == [str(server), *masked, "5", "--wait-for-signal"]
+    assert not any(s in py_text for s in ("S-PY-1", "S-PY-2"))
+    assert not any(s in cpp_text for s in ("S-CPP-1", "S-CPP-2"))

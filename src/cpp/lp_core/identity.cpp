@@ -246,8 +246,11 @@ std::string short_hash(const std::vector<std::string>& parts) {
   return sha1_hex(joined).substr(0, 8);
 }
 
-std::string process_start(long pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+namespace {
+
+// Field 22 of a /proc/<pid>/stat file (the start time in clock ticks since boot), or "".
+std::string start_ticks_at(const std::string& stat_path) {
+  std::ifstream f(stat_path);
   if (!f) return "";
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   size_t close = text.rfind(')');
@@ -258,6 +261,22 @@ std::string process_start(long pid) {
     if (!(rest >> field)) return "";
   }
   return field;
+}
+
+}  // namespace
+
+std::string process_start(long pid) {
+  return start_ticks_at("/proc/" + std::to_string(pid) + "/stat");
+}
+
+std::string own_process_start() {
+  std::string ticks = start_ticks_at("/proc/self/stat");
+  if (ticks.empty()) return "";
+  std::string boot;
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  if (f) std::getline(f, boot);
+  boot = strip(boot).substr(0, 36);
+  return boot + ":" + ticks;
 }
 
 LauncherIdentity launcher_identity() {

@@ -70,6 +70,13 @@ std::string short_hash(const std::vector<std::string>& parts);
 /// The start time of pid in clock ticks since boot (/proc/<pid>/stat field 22), or "".
 std::string process_start(long pid);
 
+/// This process's own start, "<boot id>:<clock ticks since boot>" (/proc/sys/kernel/random/boot_id,
+/// at most 36 characters, and /proc/self/stat field 22), or "" where the ticks are unreadable (the
+/// boot id part is "" where it is). With the host and pid it names one process: several profilers
+/// built one after another in it share it, a reused pid (or a pid namespace's pid 1 started again)
+/// gets another. The worker file's meta.process_start (meta_doc.h).
+std::string own_process_start();
+
 /// Rank, local rank and job id from whichever launcher set them.
 struct LauncherIdentity {
   std::optional<long long> rank;

@@ -15,19 +15,14 @@
 #include <vector>
 
 #include "lineprofiler/standalone.hpp"
-#include "lp_core/argv_mask.h"
 #include "lp_core/clock.h"
 #include "lp_core/identity.h"
-#include "lp_core/json_text.h"
+#include "lp_core/meta_doc.h"
 #include "lp_core/worker.h"
 #include "lp_core/worker_dir.h"
 #include "lp_core/worker_file.h"
 #include "standalone/front.h"
 #include "standalone/signals.h"
-
-#ifndef LP_VERSION
-#define LP_VERSION "unknown"
-#endif
 
 namespace lineprofiler {
 
@@ -113,20 +108,6 @@ const char* signal_name(int signum) {
   }
 }
 
-void append_key(std::string& out, const char* key) {
-  if (out.size() > 1) out.push_back(',');
-  lp::append_json_string(out, key);
-  out.push_back(':');
-}
-
-void append_interval(std::string& out, double seconds) {
-  if (seconds > 0) {
-    lp::append_json_double(out, seconds);
-  } else {
-    out.append("null");
-  }
-}
-
 // mkdir -p, each directory created 0755 less the umask (never group- or world-writable, as
 // Python's lineprofiler.safe_write.make_dirs), and the path must end up a directory.
 int make_dirs(const std::string& path) {
@@ -139,90 +120,22 @@ int make_dirs(const std::string& path) {
 }  // namespace
 
 std::string Profiler::Impl::meta_json() const {
-  std::string out = "{";
-  append_key(out, "role");
-  lp::append_json_string(out, role);
-  append_key(out, "process_name");
-  out.append("null");
-  append_key(out, "parent_role");
-  out.append("null");
-  append_key(out, "pid");
-  lp::append_json_int(out, pid);
-  append_key(out, "ppid");
-  lp::append_json_int(out, long(getppid()));
-  append_key(out, "host");
-  lp::append_json_string(out, id::real_host_name());
-  append_key(out, "host_dir");
-  lp::append_json_string(out, host);
-  append_key(out, "run_id");
-  lp::append_json_string(out, run_id);
-  append_key(out, "uuid");
-  lp::append_json_string(out, uid8);
-  append_key(out, "start_unix_ns");
-  lp::append_json_uint(out, start_unix_ns);
-  append_key(out, "start_time");
-  lp::append_json_double(out, double(start_unix_ns) / 1e9);
-  id::LauncherIdentity who = id::launcher_identity();
-  append_key(out, "rank");
-  if (who.rank) {
-    lp::append_json_int(out, *who.rank);
-  } else {
-    out.append("null");
-  }
-  append_key(out, "rank_source");
-  if (who.rank) {
-    lp::append_json_string(out, who.rank_source);
-  } else {
-    out.append("null");
-  }
-  append_key(out, "local_rank");
-  if (who.local_rank) {
-    lp::append_json_int(out, *who.local_rank);
-  } else {
-    out.append("null");
-  }
-  append_key(out, "job_id");
-  if (who.job_id) {
-    lp::append_json_string(out, *who.job_id);
-  } else {
-    out.append("null");
-  }
-  append_key(out, "argv");
-  out.push_back('[');
-  std::vector<std::string> argv = lp::masked_argv(id::process_argv(8));
-  for (size_t i = 0; i < argv.size(); ++i) {
-    if (i) out.push_back(',');
-    lp::append_json_string(out, argv[i]);
-  }
-  out.push_back(']');
-  append_key(out, "signal_flush");
-  out.append(signals ? "true" : "false");
-  append_key(out, "python");
-  out.append("null");
-  append_key(out, "runtime");
-  lp::append_json_string(out, "c++");
-  append_key(out, "measure_cpu");
-  out.append(opts.measure_cpu ? "true" : "false");
-  append_key(out, "snapshot_interval_s");
-  append_interval(out, opts.snapshot_interval_s);
-  append_key(out, "sample_interval_s");
-  append_interval(out, opts.sample_interval_s);
-  append_key(out, "thread_names");
-  out.append(opts.thread_names ? "true" : "false");
-  append_key(out, "strict_names");
-  out.append("false");
-  append_key(out, "annotate");
-  out.append("false");
-  append_key(out, "backend");
-  out.append("null");
-  append_key(out, "lineprofiler_version");
-  lp::append_json_string(out, LP_VERSION);
-  if (!exit_signal.empty()) {
-    append_key(out, "exit_signal");
-    lp::append_json_string(out, exit_signal);
-  }
-  out.push_back('}');
-  return out;
+  lp::MetaDoc doc;  // lp_core/meta_doc.h: the Python profiler's builder too
+  doc.role = role;
+  doc.pid = pid;
+  doc.host_dir = host;
+  doc.run_id = run_id;
+  doc.uuid = uid8;
+  doc.start_unix_ns = start_unix_ns;
+  doc.argv = id::process_argv(lp::kMetaArgvMax);
+  doc.signal_flush = signals;
+  doc.runtime = "c++";
+  doc.measure_cpu = opts.measure_cpu;
+  doc.snapshot_interval_s = opts.snapshot_interval_s;
+  doc.sample_interval_s = opts.sample_interval_s;
+  doc.thread_names = opts.thread_names;
+  doc.exit_signal = exit_signal;
+  return lp::meta_json(doc);
 }
 
 void Profiler::Impl::warn_unwritable(const std::string& why) {

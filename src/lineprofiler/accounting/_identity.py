@@ -43,39 +43,6 @@ def launcher_run_id() -> str | None:
     return _core.launcher_run_id()
 
 
-def _process_start_at(stat_path: str) -> str:
-    try:
-        with open(stat_path) as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return ""
-
-
-_own_start: tuple[int, str | None] = (-1, None)  # (pid, own_process_start()) for that pid
-
-
-def own_process_start() -> str | None:
-    """This process's own start, ``<boot id>:<clock ticks since boot>`` (``/proc/self/stat``
-    field 22), or None where unreadable. With the host and pid it names one process: several
-    profilers built one after another in it share it, while a reused pid (or a pid namespace's
-    pid 1 started again) gets another. Read once per pid."""
-    global _own_start
-    pid = os.getpid()
-    if _own_start[0] == pid:
-        return _own_start[1]
-    ticks = _process_start_at("/proc/self/stat")
-    value = None
-    if ticks:
-        try:
-            with open("/proc/sys/kernel/random/boot_id") as f:
-                boot = f.read().strip()[:36]
-        except OSError:
-            boot = ""
-        value = f"{boot}:{ticks}"
-    _own_start = (pid, value)
-    return value
-
-
 def real_host_name() -> str:
     """This node's UTS name as the kernel has it (``unshare --uts`` children see their own)."""
     return os.fsdecode(_core.real_host_name())

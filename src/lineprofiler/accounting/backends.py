@@ -222,3 +222,47 @@ class BackendWindow:
         if self.unavailable_reason is not None:
             updates["unavailable_reason"] = self.unavailable_reason
         update_run_metadata(self.run_dir, updates)
+
+
+class WrappedScope:
+    """A phase entry of a profiler with annotate= or backend= (its ``_wrapped_phase``): the
+    annotations and the backend window's entry count around the recorder's scope."""
+
+    __slots__ = ("_annotated", "_annotation", "_inner", "_name", "_owner")
+
+    def __init__(self, owner: Any, name: Any, inner: Any) -> None:
+        self._owner = owner
+        self._name = name
+        self._inner = inner
+        self._annotation: Any = None
+        self._annotated = False
+
+    def __enter__(self) -> WrappedScope:
+        owner = self._owner
+        window = owner.backend_state
+        name = self._name if isinstance(self._name, str) else str(self._name)
+        if window is not None and name == owner.window_phase and not owner._closed:
+            window.on_entry()
+        annotator = owner._annotator
+        if (
+            annotator is not None
+            and not owner._closed
+            and (owner.annotate or (window is not None and window.running))
+        ):
+            self._annotation = annotator.enter(name)
+            self._annotated = True
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._inner.__exit__(*exc)
+        annotator = self._owner._annotator
+        if self._annotated and annotator is not None:
+            self._annotated = False
+            annotator.exit(self._annotation)
+
+    async def __aenter__(self) -> WrappedScope:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.__exit__(*exc)

@@ -7,7 +7,6 @@ child processes join the run, and the lifecycle.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
@@ -24,16 +23,22 @@ from lineprofiler.accounting import (
     _identity,
     _lifecycle,
     _lines,
+    _options,
     _record_handoff,
     capabilities,
     handoff,
     torch_support,
 )
-from lineprofiler.accounting.backends import Backend, BackendWindow, parse_backend, parse_window
+from lineprofiler.accounting.backends import (
+    Backend,
+    BackendWindow,
+    WrappedScope,
+    parse_backend,
+    parse_window,
+)
 from lineprofiler.accounting.export import DeltaCursor, SnapshotCallback, SnapshotCallbacks
 from lineprofiler.runfile.layout import (
     ENV_PARENT_ROLE,
-    ENV_PROFILE,
     ENV_ROLE,
     ENV_RUN_DIR,
     samples_path,
@@ -45,8 +50,6 @@ from lineprofiler.safe_write import make_dirs
 
 DEFAULT_RUN_DIR = "profile"
 DEFAULT_ROLE = "main"
-
-_TRUE = {"1", "true", "yes", "on"}
 
 # The Python Profiler whose recorder is installed in _core (the C side holds the recorder).
 _installed_profiler: weakref.ReferenceType[Profiler] | None = None
@@ -63,7 +66,7 @@ def installed_profiler() -> Profiler | None:
 def join_run_hook(arm: bool) -> None:
     """Arms (when the environment names an active run) or disarms the one-shot join of the
     module-level ``phase()``/``count()`` with nothing installed."""
-    active = _env_enabled() and bool(os.environ.get(ENV_RUN_DIR, "").strip())
+    active = _options.env_enabled() and bool(os.environ.get(ENV_RUN_DIR, "").strip())
     _core.set_join_hook(_join_run if arm and active else None)
 
 
@@ -72,7 +75,7 @@ def _join_run() -> None:
     environment names an active run: a profiler of this process's own joins it, installed.
     Role: its own ``$LINEPROFILER_ROLE``, else ``<parent role>.child`` (``.loader`` in a torch
     DataLoader worker). Nothing happens when a profiler already lives in this process."""
-    if _lifecycle.live_profilers() or not _env_enabled():
+    if _lifecycle.live_profilers() or not _options.env_enabled():
         return
     parent = os.environ.get(ENV_PARENT_ROLE)
     role = _identity.child_role(parent) if parent else os.environ.get(ENV_ROLE) or DEFAULT_ROLE
@@ -95,28 +98,6 @@ def _close_auto_joined() -> None:
     _auto_joined = None
     if p is not None and not p.closed:
         p.close()
-
-
-def _env_enabled() -> bool:
-    return os.environ.get(ENV_PROFILE, "").strip().lower() in _TRUE
-
-
-def _interval_ns(seconds: float | None, what: str) -> int:
-    if seconds is None:
-        return 0
-    if not seconds > 0:
-        raise ValueError(f"{what} must be a positive number of seconds or None, got {seconds!r}")
-    return int(seconds * 1e9)
-
-
-class _Unset:
-    """The default of ``lines_entries`` (None means every entry)."""
-
-    def __repr__(self) -> str:
-        return "<environment, else 20>"
-
-
-_UNSET = _Unset()
 
 
 class Profiler(_core.PhaseFront):
@@ -222,14 +203,14 @@ class Profiler(_core.PhaseFront):
         propagate_executors: bool = True,
         propagate_threads: bool = False,
         lines: str | list[str] | tuple[str, ...] | None = None,
-        lines_entries: int | None | _Unset = _UNSET,
+        lines_entries: int | None | _options.Unset = _options.UNSET,
     ) -> None:
         env_run_dir = os.environ.get(ENV_RUN_DIR)
         if run_dir is None:
             run_dir = env_run_dir or DEFAULT_RUN_DIR
         self.run_dir: Path = Path(os.path.abspath(os.fspath(run_dir)))
         self.role: str = str(role or os.environ.get(ENV_ROLE) or DEFAULT_ROLE)
-        self.enabled: bool = _env_enabled() if enabled is None else bool(enabled)
+        self.enabled: bool = _options.env_enabled() if enabled is None else bool(enabled)
         self.measure_cpu = bool(measure_cpu)
         self.snapshot_interval_s = snapshot_interval_s
         self.sample_interval_s = sample_interval_s
@@ -240,7 +221,7 @@ class Profiler(_core.PhaseFront):
         self.window_phase = str(window_phase)
         self.propagate_executors = bool(propagate_executors)
         self.propagate_threads = bool(propagate_threads)
-        self.lines, self.lines_entries = _lines_options(lines, lines_entries)
+        self.lines, self.lines_entries = _options.lines_options(lines, lines_entries)
         self._lines: _lines.PhaseLines | None = None
         if self.backend is not None and backend_window is None:
             raise ValueError("backend= needs backend_window=(start, stop)")
@@ -249,8 +230,10 @@ class Profiler(_core.PhaseFront):
         self._annotator: torch_support.Annotator | None = None
         self._snapshot_callbacks = SnapshotCallbacks()
         self._delta_cursor = DeltaCursor()
-        self._snapshot_interval_ns = _interval_ns(snapshot_interval_s, "snapshot_interval_s")
-        _interval_ns(sample_interval_s, "sample_interval_s")
+        self._snapshot_interval_ns = _options.interval_ns(
+            snapshot_interval_s, "snapshot_interval_s"
+        )
+        _options.interval_ns(sample_interval_s, "sample_interval_s")
         self._closed = False
         self._shutting_down = False
         self._installed = False
@@ -450,37 +433,6 @@ class Profiler(_core.PhaseFront):
         except Exception:
             pass
 
-    def _meta(self) -> dict[str, Any]:
-        return {
-            "role": self.role,
-            "process_name": _identity.process_name(),
-            "parent_role": self._parent_role,
-            "pid": self.pid,
-            "process_start": _identity.own_process_start(),
-            "ppid": os.getppid(),
-            "host": _identity.real_host_name(),
-            "host_dir": self.host,
-            "run_id": self.run_id,
-            "uuid": self.uid8,
-            "start_unix_ns": self.start_unix_ns,
-            "start_time": self.start_unix_ns / 1e9,
-            **_identity.launcher_identity(),
-            "argv": _identity.masked_argv(sys.argv[:8]),
-            "signal_flush": self._signal_flush,
-            "python": sys.version.split()[0],
-            "measure_cpu": self.measure_cpu,
-            "snapshot_interval_s": self.snapshot_interval_s,
-            "sample_interval_s": self.sample_interval_s,
-            "thread_names": self.thread_names,
-            "strict_names": self.strict_names,
-            "annotate": self.annotate,
-            "backend": None if self.backend is None else self.backend.value,
-            "lines": list(self.lines),
-            "lines_entries": self.lines_entries,
-            "lineprofiler_version": _version(),
-            **({"exit_signal": self._exit_signal} if self._exit_signal else {}),
-        }
-
     def _sampler_options(self) -> dict[str, Any]:
         # The sampler's sidecar sits beside the worker file: w_<...>.samples (+ .tags).
         if self.sample_interval_s is None or self.worker_path is None:
@@ -488,11 +440,35 @@ class Profiler(_core.PhaseFront):
         _core.set_cuda_probe(capabilities.cuda_memory_now)
         return {
             "samples_path": str(samples_path(self.worker_path)),
-            "sample_interval_ns": _interval_ns(self.sample_interval_s, "sample_interval_s"),
+            "sample_interval_ns": _options.interval_ns(self.sample_interval_s, "sample_interval_s"),
         }
 
     def _meta_json(self) -> str:
-        return json.dumps(self._meta(), separators=(",", ":"), default=str)
+        """The worker file's meta object: lp_core builds it (lp_core/meta_doc.h), adding what it
+        shares with the standalone C++ profiler (host, ppid, process start, launcher, masked
+        argv, version). Never raises on odd text (surrogate-escaped bytes are escaped)."""
+        return _core.meta_json(
+            role=self.role,
+            process_name=_identity.process_name(),
+            parent_role=self._parent_role,
+            pid=self.pid,
+            host_dir=self.host,
+            run_id=self.run_id,
+            uuid=self.uid8,
+            start_unix_ns=self.start_unix_ns,
+            argv=getattr(sys, "argv", [])[:8],
+            signal_flush=self._signal_flush,
+            measure_cpu=self.measure_cpu,
+            snapshot_interval_s=self.snapshot_interval_s,
+            sample_interval_s=self.sample_interval_s,
+            thread_names=self.thread_names,
+            strict_names=self.strict_names,
+            annotate=self.annotate,
+            backend=None if self.backend is None else self.backend.value,
+            lines=self.lines,
+            lines_entries=self.lines_entries,
+            exit_signal=self._exit_signal,
+        )
 
     def _prepare_run_dir(self) -> None:
         # Only the run directory (which may be a symlink of the user's): workers/<host> is made
@@ -550,7 +526,7 @@ class Profiler(_core.PhaseFront):
     def _wrapped_phase(
         self, name: str, io: bool = False, sync: bool = False, sample: float | None = None
     ) -> Any:
-        return _WrappedScope(self, name, self._rec.phase(name, io=io, sync=sync, sample=sample))
+        return WrappedScope(self, name, self._rec.phase(name, io=io, sync=sync, sample=sample))
 
     def _install(self) -> None:
         current = _core.get_installed()
@@ -577,18 +553,6 @@ class Profiler(_core.PhaseFront):
         self._installed = False
 
 
-def _lines_options(lines: Any, entries: Any) -> tuple[tuple[str, ...], int | None]:
-    """lines=/lines_entries=, else the environment's (bad arguments raise; a bad environment
-    warns and is ignored)."""
-    names = _lines.parse_lines(lines)
-    if isinstance(entries, _Unset):
-        if lines is None:
-            names, env_entries = _lines.from_environment()
-            return names, env_entries
-        return names, _lines.entries_from_environment()
-    return names or _lines.from_environment()[0], _lines.parse_entries(entries)
-
-
 def _periodic_hook(p: Profiler) -> Any:
     """The snapshot thread's hook of a profiler with lines=: the sidecar, then on_snapshot's
     callbacks (weak: the recorder holds this, and must not keep the profiler alive)."""
@@ -603,52 +567,3 @@ def _periodic_hook(p: Profiler) -> Any:
         dispatch()
 
     return periodic
-
-
-class _WrappedScope:
-    """A phase entry with annotations and the backend window's entry count around it."""
-
-    __slots__ = ("_annotated", "_annotation", "_inner", "_name", "_owner")
-
-    def __init__(self, owner: Profiler, name: Any, inner: Any) -> None:
-        self._owner = owner
-        self._name = name
-        self._inner = inner
-        self._annotation: Any = None
-        self._annotated = False
-
-    def __enter__(self) -> _WrappedScope:
-        owner = self._owner
-        window = owner.backend_state
-        name = self._name if isinstance(self._name, str) else str(self._name)
-        if window is not None and name == owner.window_phase and not owner._closed:
-            window.on_entry()
-        annotator = owner._annotator
-        if (
-            annotator is not None
-            and not owner._closed
-            and (owner.annotate or (window is not None and window.running))
-        ):
-            self._annotation = annotator.enter(name)
-            self._annotated = True
-        self._inner.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._inner.__exit__(*exc)
-        annotator = self._owner._annotator
-        if self._annotated and annotator is not None:
-            self._annotated = False
-            annotator.exit(self._annotation)
-
-    async def __aenter__(self) -> _WrappedScope:
-        return self.__enter__()
-
-    async def __aexit__(self, *exc: Any) -> None:
-        self.__exit__(*exc)
-
-
-def _version() -> str:
-    from lineprofiler import __version__
-
-    return __version__

@@ -1,5 +1,5 @@
-// module/common/bindings.cpp: the lineprofiler._core module: declarations only (logic lives in
-// lp_core).
+// module/common/bindings.cpp: the lineprofiler._core module: declarations, and the conversions of
+// Python values they need (logic lives in lp_core).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -13,6 +13,7 @@
 #include "lp_core/histogram.h"
 #include "lp_core/identity.h"
 #include "lp_core/io_counters.h"
+#include "lp_core/meta_doc.h"
 #include "lp_core/nvml.h"
 #include "lp_core/phase_fields.h"
 #include "lp_core/recorder.h"
@@ -23,6 +24,103 @@
 #include "module/line/line_tracer.h"
 
 namespace nb = nanobind;
+
+namespace {
+
+// str(v) as UTF-8, never raising: what UTF-8 cannot encode (a byte the environment's
+// surrogateescape decoding kept, a lone surrogate) is backslash-escaped ("\\udcff"); a str() that
+// fails gives "".
+std::string utf8_of(nb::handle v) {
+  PyObject* s = PyObject_Str(v.ptr());
+  PyObject* b = s ? PyUnicode_AsEncodedString(s, "utf-8", "backslashreplace") : nullptr;
+  Py_XDECREF(s);
+  if (!b) {
+    PyErr_Clear();
+    return "";
+  }
+  std::string out(PyBytes_AS_STRING(b), size_t(PyBytes_GET_SIZE(b)));
+  Py_DECREF(b);
+  return out;
+}
+
+std::optional<std::string> optional_utf8(nb::handle v) {
+  if (v.is_none()) return std::nullopt;
+  return utf8_of(v);
+}
+
+// The items of an iterable, each as utf8_of (at most max_items; a failing iteration stops).
+std::vector<std::string> utf8_list(nb::handle v, size_t max_items) {
+  std::vector<std::string> out;
+  PyObject* it = v.is_none() ? nullptr : PyObject_GetIter(v.ptr());
+  while (it != nullptr && out.size() < max_items) {
+    PyObject* item = PyIter_Next(it);
+    if (item == nullptr) break;
+    out.push_back(utf8_of(item));
+    Py_DECREF(item);
+  }
+  Py_XDECREF(it);
+  PyErr_Clear();
+  return out;
+}
+
+// Seconds as a double; None (or what is not a number) gives 0, written as null.
+double seconds_of(nb::handle v) {
+  if (v.is_none()) return 0;
+  double d = PyFloat_AsDouble(v.ptr());
+  if (d == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return 0;
+  }
+  return d;
+}
+
+std::optional<int64_t> optional_int(nb::handle v) {
+  if (v.is_none()) return std::nullopt;
+  long long n = PyLong_AsLongLong(v.ptr());
+  if (n == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  return int64_t(n);
+}
+
+// The meta object of a Python profiler's worker file (lp_core/meta_doc.h builds it, as for the
+// standalone profiler); runtime and python are this interpreter's.
+std::string python_meta_json(nb::handle role, nb::handle process_name, nb::handle parent_role,
+                             int64_t pid, nb::handle host_dir, nb::handle run_id, nb::handle uuid,
+                             uint64_t start_unix_ns, nb::handle argv, bool signal_flush,
+                             bool measure_cpu, nb::handle snapshot_interval_s,
+                             nb::handle sample_interval_s, bool thread_names, bool strict_names,
+                             bool annotate, nb::handle backend, nb::handle lines,
+                             nb::handle lines_entries, nb::handle exit_signal) {
+  lp::MetaDoc doc;
+  doc.role = utf8_of(role);
+  doc.process_name = optional_utf8(process_name);
+  doc.parent_role = optional_utf8(parent_role);
+  doc.pid = pid;
+  doc.host_dir = utf8_of(host_dir);
+  doc.run_id = utf8_of(run_id);
+  doc.uuid = utf8_of(uuid);
+  doc.start_unix_ns = start_unix_ns;
+  doc.argv = utf8_list(argv, lp::kMetaArgvMax);
+  doc.signal_flush = signal_flush;
+  doc.runtime = "python";
+  std::string version = Py_GetVersion();  // "3.11.7 (main, ...) [GCC ...]"
+  doc.python = version.substr(0, version.find(' '));
+  doc.measure_cpu = measure_cpu;
+  doc.snapshot_interval_s = seconds_of(snapshot_interval_s);
+  doc.sample_interval_s = seconds_of(sample_interval_s);
+  doc.thread_names = thread_names;
+  doc.strict_names = strict_names;
+  doc.annotate = annotate;
+  doc.backend = optional_utf8(backend);
+  doc.lines = utf8_list(lines, size_t(-1));
+  doc.lines_entries = optional_int(lines_entries);
+  doc.exit_signal = exit_signal.is_none() ? std::string() : utf8_of(exit_signal);
+  return lp::meta_json(doc);
+}
+
+}  // namespace
 
 NB_MODULE(_core, m) {
   m.doc() = "The C++ core of with-line-profiler.";
@@ -131,6 +229,17 @@ NB_MODULE(_core, m) {
         return out;
       },
       "Rank, local rank and job id from whichever launcher set them (job_id as bytes).");
+  m.def("meta_json", &python_meta_json, nb::kw_only(), nb::arg("role"),
+        nb::arg("process_name").none(), nb::arg("parent_role").none(), nb::arg("pid"),
+        nb::arg("host_dir"), nb::arg("run_id"), nb::arg("uuid"), nb::arg("start_unix_ns"),
+        nb::arg("argv"), nb::arg("signal_flush"), nb::arg("measure_cpu"),
+        nb::arg("snapshot_interval_s").none(), nb::arg("sample_interval_s").none(),
+        nb::arg("thread_names"), nb::arg("strict_names"), nb::arg("annotate"),
+        nb::arg("backend").none(), nb::arg("lines"), nb::arg("lines_entries").none(),
+        nb::arg("exit_signal").none() = nb::none(),
+        "The worker file's meta object as JSON text (lp_core/meta_doc.h: the standalone "
+        "profiler's builder too). Strings are str()'d and never raise: what UTF-8 cannot encode "
+        "is backslash-escaped; argv's first 8 are written, secrets masked.");
   m.def("mask_argv", &lp::masked_argv, nb::arg("argv"),
         "argv with every secret value replaced by MASKED (lp_core/argv_mask.h: the rule).");
   m.def("names_a_secret", &lp::names_a_secret, nb::arg("key"),
