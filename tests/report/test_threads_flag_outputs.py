@@ -12,9 +12,6 @@ import pytest
 from lineprofiler.report.merge import merge_run
 from lineprofiler.report.perfetto import export_perfetto
 from lineprofiler.runfile.samples import (
-    BASE_WORDS,
-    F_GPU,
-    F_IO,
     F_RSS,
     W_DT,
     W_FLAGS,
