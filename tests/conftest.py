@@ -14,6 +14,22 @@ from tests import skip_check
 
 def pytest_configure(config: pytest.Config) -> None:
     skip_check.register(config)
+    _default_signal_dispositions()
+
+
+def _default_signal_dispositions() -> None:
+    """A suite started in the background (``cmd &`` in a script, ``nohup``, some CI runners)
+    inherits SIGINT and SIGQUIT, and under nohup SIGHUP, ignored, and every process a test starts
+    would inherit them ignored too (an ignored signal stays ignored across exec). The tests of what
+    a signal does expect what a terminal gives: the default action (and Python's KeyboardInterrupt
+    for SIGINT). The ignored case has its own tests (tests/integration/test_exits.py: nohup)."""
+    import signal
+
+    for sig in (signal.SIGHUP, signal.SIGQUIT):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, signal.SIG_DFL)
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _profiler_threads() -> int:
