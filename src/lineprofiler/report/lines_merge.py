@@ -20,7 +20,7 @@ from lineprofiler.report.lines_model import (
     ProcessKey,
 )
 from lineprofiler.report.model import MergedRun, Path_, Role
-from lineprofiler.runfile.layout import lines_path
+from lineprofiler.runfile.layout import lines_path, workers_with_lines
 from lineprofiler.runfile.lines import LinesDoc, LinesFileError, read_lines
 
 
@@ -68,8 +68,11 @@ def add_doc(role_lines: dict[Path_, MergedPhaseLines], doc: LinesDoc, who: Proce
 def read_run_lines(run: MergedRun) -> list[Caveat]:
     """Reads every worker's sidecar into ``role.lines``; the caveats of the refused ones."""
     refused: list[tuple[str, str]] = []
+    with_lines = workers_with_lines(Path(run.run_dir))
+    if not with_lines:
+        return []
     for role in run.roles.values():
-        _read_role(run, role, refused)
+        _read_role(run, role, with_lines, refused)
     if not refused:
         return []
     shown = "; ".join(f"{p}: {why}" for p, why in refused[:10])
@@ -84,9 +87,13 @@ def read_run_lines(run: MergedRun) -> list[Caveat]:
     ]
 
 
-def _read_role(run: MergedRun, role: Role, refused: list[tuple[str, str]]) -> None:
+def _read_role(
+    run: MergedRun, role: Role, with_lines: set[str], refused: list[tuple[str, str]]
+) -> None:
     root = Path(run.run_dir)
     for w in role.workers:
+        if w.path not in with_lines:
+            continue  # no sidecar when the run directory was listed: the process traced nothing
         worker_file = root / w.path
         try:
             doc = read_lines(worker_file, within=root)

@@ -59,6 +59,14 @@ def worker_files(run_dir: Path) -> list[Path]:
     return sorted(p for p in run_dir.glob(f"{WORKERS_DIR}/*/w_*.json") if p.is_file())
 
 
+def workers_with_lines(run_dir: Path) -> set[str]:
+    """The run-relative paths (posix) of the worker files that have a line-statistics sidecar
+    beside them: one listing per host directory, so that a run of thousands of workers and few
+    sidecars costs a set lookup per worker, not a path and a stat."""
+    found = run_dir.glob(f"{WORKERS_DIR}/*/w_*{LINES_SUFFIX}")
+    return {p.relative_to(run_dir).with_suffix(".json").as_posix() for p in found}
+
+
 def run_id_from_name(name: str) -> str | None:
     """The run id in a worker file's name ``w_<run_id>_<pid>_<uuid8>.json``, or None."""
     stem = name[2:-5] if name.startswith("w_") and name.endswith(".json") else ""
