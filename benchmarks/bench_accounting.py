@@ -178,10 +178,20 @@ def build_cases(run_dir: Path) -> tuple[dict, list[Profiler]]:
         lines_entries=None,
         **quiet,
     )
-    opened += [lines_other, lines_untraced, lines_traced]
-    g.update(lines_other=lines_other, lines_untraced=lines_untraced, lines_traced=lines_traced)
+    # The control: a second profiler alike on_nocpu, without lines=: what two identical
+    # profilers differ by here (placement in memory, the order of the interleaved cases) is the
+    # resolution of the lines= row above.
+    twin = Profiler(run_dir=run_dir, enabled=True, measure_cpu=False, **quiet)
+    opened += [lines_other, lines_untraced, lines_traced, twin]
+    g.update(
+        lines_other=lines_other, lines_untraced=lines_untraced, lines_traced=lines_traced, twin=twin
+    )
     cases["phase(), measure_cpu=False, lines= set for another phase"] = (
         "with lines_other.phase('x'): pass",
+        g,
+    )
+    cases["phase(), measure_cpu=False, a second profiler alike (control)"] = (
+        "with twin.phase('x'): pass",
         g,
     )
     cases["phase() of a lines= phase, entry not traced, measure_cpu=False"] = (
@@ -288,6 +298,10 @@ def main() -> int:
         ns["phase(), measure_cpu=False, lines= set for another phase"]
         - ns["phase(), enabled=True, measure_cpu=False"]
     )
+    twin_delta = (
+        ns["phase(), measure_cpu=False, a second profiler alike (control)"]
+        - ns["phase(), enabled=True, measure_cpu=False"]
+    )
     untraced_ns = ns["phase() of a lines= phase, entry not traced, measure_cpu=False"]
     traced_ratio = ns["phase() of a lines= phase, traced entry, measure_cpu=False"] / untraced_ns
     info = {
@@ -309,6 +323,7 @@ def main() -> int:
                     "nothing_installed_ratio_to_disabled": nothing_installed,
                     "in_task_ratio_to_same_phase_outside": task_ratio,
                     "lines_for_another_phase_delta_ns": lines_other_delta,
+                    "second_profiler_alike_delta_ns": twin_delta,
                     "lines_traced_entry_ratio_to_untraced": traced_ratio,
                 },
                 indent=2,
@@ -342,7 +357,7 @@ def main() -> int:
     print(f"phase() inside an asyncio task against the same phase outside one: {task_ratio:.2f}x")
     print(
         f"phase() with lines= set for another phase against the same phase without: "
-        f"{lines_other_delta:+.1f} ns"
+        f"{lines_other_delta:+.1f} ns (a second profiler alike, the control: {twin_delta:+.1f} ns)"
     )
     print(
         f"a traced entry of a lines= phase against an untraced one: {traced_ratio:.1f}x "
