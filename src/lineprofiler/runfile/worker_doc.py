@@ -431,8 +431,10 @@ def _records(
             f"{n_records:,} phase records, more than the {MAX_RECORDS_PER_FILE:,} a file may hold"
         )
     # Each path's time summed over the file's threads must stay an int64 (the merge keeps it as
-    # one): values each within the schema can add up beyond it (estimates, asyncio tasks).
-    path_ns: dict[Path_, int] = {}
+    # one): values each within the schema can add up beyond it (estimates, asyncio tasks). Every
+    # time is >= 0 (the schema), so a path's sum is at most the file's: the sums per path are
+    # only taken when the file's total passes the bound (_check_path_sums).
+    total_ns = 0
     # A path appears once per thread and its entries cannot overlap, so its time is bounded by
     # the worker's lifetime (with slack for the two clocks).
     limit = _MAX_NS if lifetime_ns is None else lifetime_ns * 1.01 + 1e9
@@ -461,9 +463,7 @@ def _records(
             path = prefix + tuple(rec.path)
             if owners and THREADS_MARK in rec.path:  # under the thread that handed it out
                 path = owners.get(_handed_from(rec.path), prefix) + tuple(rec.path)
-            _add_time(path_ns, path, rec.wall_ns + rec.open_ns)
-            if thread_names and len(rec.path) == 1:
-                _add_time(path_ns, prefix, rec.wall_ns + rec.open_ns)
+            total_ns += rec.wall_ns + rec.open_ns
             out.append((path, rec, every, thread_names and not rec.path, io))
             if thread_names and len(rec.path) == 1:
                 # a top-level phase of the thread also counts into the thread's own node
@@ -476,6 +476,9 @@ def _records(
                     async_wall_ns=rec.async_wall_ns,
                 )
                 out.append((prefix, node, every, True, None))
+                total_ns += rec.wall_ns + rec.open_ns
+    if total_ns > _MAX_NS:
+        _check_path_sums(out)
     return out, folded, overflow
 
 
@@ -506,15 +509,18 @@ def _handing_threads(doc: WorkerDoc | _Threads) -> dict[Path_, Path_]:
     return {p: next(iter(s)) for p, s in found.items() if len(s) == 1}
 
 
-def _add_time(path_ns: dict[Path_, int], path: Path_, ns: int) -> None:
-    """Adds a record's time to its path's sum in the file; WorkerFileError beyond int64."""
-    total = path_ns.get(path, 0) + ns
-    if total > _MAX_NS:
-        raise WorkerFileError(
-            f"phase {'/'.join(path) or '(root)'!r}: {total} ns in all, beyond the int64 range a "
-            "run can record"
-        )
-    path_ns[path] = total
+def _check_path_sums(records: list[PhaseRecord]) -> None:
+    """WorkerFileError for the first path whose time summed over the file's records (a thread's
+    own node included) passes int64."""
+    path_ns: dict[Path_, int] = {}
+    for path, rec, *_ in records:
+        total = path_ns.get(path, 0) + rec.wall_ns + rec.open_ns
+        if total > _MAX_NS:
+            raise WorkerFileError(
+                f"phase {'/'.join(path) or '(root)'!r}: {total} ns in all, beyond the int64 range "
+                "a run can record"
+            )
+        path_ns[path] = total
 
 
 def _interval(value: Any) -> float | None:
