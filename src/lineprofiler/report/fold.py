@@ -154,6 +154,16 @@ class Folded:
     partials: dict[str, Partial] = field(default_factory=dict)
     unreadable: dict[str, list[Unreadable]] = field(default_factory=dict)
 
+    def fold_worker(
+        self, name_id: str, w: Worker, records: list[PhaseRecord], samples: object
+    ) -> None:
+        """Folds one checked worker into the partial of its run id (else its file name's)."""
+        key = w.run_id or name_id
+        part = self.partials.get(key)
+        if part is None:
+            part = self.partials[key] = Partial()
+        part.fold(w, records, samples if isinstance(samples, dict) else None)
+
     def add(self, other: Folded) -> None:
         for key, part in other.partials.items():
             have = self.partials.get(key)
@@ -249,11 +259,7 @@ class DocCache:
             except WorkerFileError as exc:
                 out.unreadable.setdefault(name_id, []).append(Unreadable(rel, str(exc)))
                 continue
-            key_id = w.run_id or name_id
-            part = out.partials.get(key_id)
-            if part is None:
-                part = out.partials[key_id] = Partial()
-            part.fold(w, records, samples if isinstance(samples, dict) else None)
+            out.fold_worker(name_id, w, records, samples)
         self._chunks.pop(key, None)
         if None not in sig and all(os.fspath(f) in self._entries for f in files):
             self._chunks[key] = (tuple(sig), with_samples, _copy_folded(out))
@@ -351,9 +357,5 @@ def fold_files(
             except WorkerFileError as exc:
                 out.unreadable.setdefault(name_id, []).append(Unreadable(rel, str(exc)))
                 continue
-            key = w.run_id or name_id
-            part = out.partials.get(key)
-            if part is None:
-                part = out.partials[key] = Partial()
-            part.fold(w, records, samples if isinstance(samples, dict) else None)
+            out.fold_worker(name_id, w, records, samples)
     return out
