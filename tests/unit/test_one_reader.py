@@ -126,6 +126,8 @@ _WITHIN_AT = {
     "read_summary": 1,
     "read_sidecar": 2,
     "read_regular": 2,
+    "read_regular_stat": 2,
+    "load_worker_doc_mtime": 1,
     "open_regular": 2,
     "read_head": 3,
 }

@@ -20,7 +20,7 @@ from pathlib import Path
 from lineprofiler.report.model import MergedPhase, Path_, Unreadable
 from lineprofiler.runfile import phase_fields
 from lineprofiler.runfile.layout import THREADS_MARK, run_id_from_name
-from lineprofiler.runfile.safe_read import UnsafeFile, read_regular, reuse_dirs
+from lineprofiler.runfile.safe_read import UnsafeFile, read_regular_stat, reuse_dirs
 from lineprofiler.runfile.stats import Histogram, merged_extremes
 from lineprofiler.runfile.worker_doc import (
     MAX_WORKER_BYTES,
@@ -28,7 +28,7 @@ from lineprofiler.runfile.worker_doc import (
     Worker,
     WorkerFileError,
     decode_worker_doc,
-    load_worker_doc,
+    load_worker_doc_mtime,
     read_worker,
 )
 
@@ -275,8 +275,8 @@ class DocCache:
         file = os.fspath(f)
         self._seen.add(file)
         try:
-            data = read_regular(f, MAX_WORKER_BYTES, root)
-            mtime_ns = os.stat(file).st_mtime_ns
+            data, st = read_regular_stat(file, MAX_WORKER_BYTES, root)
+            mtime_ns = st.st_mtime_ns
         except (UnsafeFile, OSError) as exc:
             self._drop(file)
             raise WorkerFileError(f"cannot read it ({exc})") from None
@@ -295,7 +295,7 @@ class DocCache:
         self._drop(file)
         self.misses += 1
         doc = decode_worker_doc(data)
-        w, records = read_worker(doc, rel, file)
+        w, records = read_worker(doc, rel, file, mtime_ns / 1e9)
         samples = doc.samples if with_samples else None
         if self._records + len(records) <= self.MAX_RECORDS:
             # samples None: not wanted, or the document has none (then read again if wanted)
@@ -344,14 +344,20 @@ def fold_files(
     if cache is not None:
         return cache.fold(root, list(files), with_samples)
     out = Folded()
+    root_s = os.fspath(root)
+    prefix = root_s.rstrip("/") + "/"
     # each directory on the way to the files opened once, not once per file (4 opens a file)
     with reuse_dirs():
         for f in files:
-            rel = f.relative_to(root).as_posix()
-            name_id = run_id_from_name(f.name) or ""
+            file = os.fspath(f)  # strings from here: a Path's str and parts cost more than a read
+            if file.startswith(prefix):
+                rel = file[len(prefix) :]
+            else:
+                rel = f.relative_to(root).as_posix()
+            name_id = run_id_from_name(os.path.basename(file)) or ""
             try:
-                doc = load_worker_doc(f, within=root)
-                w, records = read_worker(doc, rel, os.fspath(f))
+                doc, mtime_s = load_worker_doc_mtime(file, within=root_s)
+                w, records = read_worker(doc, rel, file, mtime_s)
                 samples = doc.samples if with_samples else None
                 del doc
             except WorkerFileError as exc:

@@ -8,6 +8,7 @@ schema version and the limits are the C++ recorder's own (generated from ``_core
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from lineprofiler.runfile import core_constants as _cc
@@ -55,8 +56,29 @@ def worker_path(run_dir: Path, host: str, run_id: str, pid: int, uid8: str) -> P
 
 
 def worker_files(run_dir: Path) -> list[Path]:
-    """The run's worker files, ``workers/<host>/w_*.json``, sorted."""
-    return sorted(p for p in run_dir.glob(f"{WORKERS_DIR}/*/w_*.json") if p.is_file())
+    """The run's worker files, ``workers/<host>/w_*.json``, sorted as paths (by host, then name).
+    A link counts as what it points to, as in a glob (reading it is refused later, and says so).
+    One listing per directory, no stat per regular file: a run holds thousands."""
+    top = os.path.join(run_dir, WORKERS_DIR)
+    try:
+        with os.scandir(top) as entries:
+            hosts = [e.name for e in entries if e.is_dir()]
+    except OSError:
+        return []
+    found: list[tuple[str, str]] = []
+    for host in hosts:
+        try:
+            with os.scandir(os.path.join(top, host)) as entries:
+                found += [
+                    (host, e.name)
+                    for e in entries
+                    if e.name.startswith("w_") and e.name.endswith(".json") and e.is_file()
+                ]
+        except OSError:
+            continue
+    found.sort()
+    base = Path(top)
+    return [base / host / name for host, name in found]
 
 
 def workers_with_lines(run_dir: Path) -> set[str]:

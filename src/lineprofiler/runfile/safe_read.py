@@ -44,21 +44,36 @@ def open_regular(
     a symbolic link, with no hole (a sparse file: no writer of a run leaves one). ``within`` (the
     run directory): ``path`` must lie below it, and no directory between the two may be a link
     either (``workers/<host>`` swapped for a link to another user's directory). Raises
-    UnsafeFile otherwise (including when it cannot be opened); the fd is closed on exit."""
+    UnsafeFile otherwise (including when it cannot be opened); the fd is closed on exit. Read it
+    with ``read_range`` (positional reads: the check for holes leaves the file offset anywhere)."""
+    fd, st = _open_checked(path, limit, within)
+    try:
+        yield fd, st.st_size
+    except OSError as exc:
+        raise UnsafeFile(exc.strerror or str(exc)) from None
+    finally:
+        os.close(fd)
+
+
+def _open_checked(
+    path: str | os.PathLike[str], limit: int, within: str | os.PathLike[str] | None
+) -> tuple[int, os.stat_result]:
+    """The fd and fstat of ``path`` when ``open_regular`` accepts it; else UnsafeFile, fd closed."""
     fd = _open(path, within)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise UnsafeFile("not a regular file")
-        size = st.st_size
-        if size > limit:
-            raise UnsafeFile(f"{size:,} bytes, more than the {limit:,} it may be")
-        _refuse_holes(fd, size)
-        yield fd, size
+        if st.st_size > limit:
+            raise UnsafeFile(f"{st.st_size:,} bytes, more than the {limit:,} it may be")
+        _refuse_holes(fd, st.st_size)
     except OSError as exc:
-        raise UnsafeFile(exc.strerror or str(exc)) from None
-    finally:
         os.close(fd)
+        raise UnsafeFile(exc.strerror or str(exc)) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
 
 
 # While ``reuse_dirs()`` is active in a thread: the directories below run directories it opened,
@@ -167,14 +182,9 @@ def _refuse_holes(fd: int, size: int) -> None:
     if seek_hole is None or size == 0:
         return
     try:
-        hole = os.lseek(fd, 0, seek_hole)
+        hole = os.lseek(fd, 0, seek_hole)  # (the offset is left there: every read is a pread)
     except OSError:
         return  # not supported here: no holes reported
-    finally:
-        try:
-            os.lseek(fd, 0, os.SEEK_SET)
-        except OSError:
-            pass
     if hole < size:
         raise UnsafeFile(
             f"a sparse file (a hole at byte {hole:,} of {size:,}): not one a run wrote"
@@ -199,11 +209,21 @@ def read_regular(
 ) -> bytes:
     """The bytes of ``path`` (see ``open_regular``), never past the size fstat gave: a file still
     growing is cut there. Raises UnsafeFile."""
-    with open_regular(path, limit, within) as (fd, size):
-        try:
-            return read_range(fd, 0, size)
-        except OSError as exc:
-            raise UnsafeFile(exc.strerror or str(exc)) from None
+    return read_regular_stat(path, limit, within)[0]
+
+
+def read_regular_stat(
+    path: str | os.PathLike[str], limit: int, within: str | os.PathLike[str] | None = None
+) -> tuple[bytes, os.stat_result]:
+    """``read_regular``, with the fstat of the file those bytes came from (its mtime: no second
+    stat by name, which could find another file)."""
+    fd, st = _open_checked(path, limit, within)
+    try:
+        return read_range(fd, 0, st.st_size), st
+    except OSError as exc:
+        raise UnsafeFile(exc.strerror or str(exc)) from None
+    finally:
+        os.close(fd)
 
 
 def read_head(

@@ -22,7 +22,7 @@ import msgspec
 
 from lineprofiler.runfile.layout import THREADS_MARK, WORKER_FORMAT, WORKER_SCHEMA_VERSION
 from lineprofiler.runfile.phase_fields import MAX_NS, Ns, record_struct
-from lineprofiler.runfile.safe_read import UnsafeFile, read_regular
+from lineprofiler.runfile.safe_read import UnsafeFile, read_regular_stat
 from lineprofiler.runfile.stats import Histogram, PhaseStats
 
 Path_ = tuple[str, ...]
@@ -234,15 +234,22 @@ class Worker:
         return f"{who} ({self.host}){name}"
 
 
-def load_worker_doc(path: Path, within: Path | str | None = None) -> WorkerDoc:
+def load_worker_doc(path: Path | str, within: Path | str | None = None) -> WorkerDoc:
     """Reads and type-checks a worker file (a ``WorkerFileError`` says why it cannot be used): a
     regular file (not a link, a FIFO or a device) of at most MAX_WORKER_BYTES; ``within``: the
     run directory, no directory between which and the file may be a link."""
+    return load_worker_doc_mtime(path, within)[0]
+
+
+def load_worker_doc_mtime(
+    path: Path | str, within: Path | str | None = None
+) -> tuple[WorkerDoc, float]:
+    """``load_worker_doc``, with the file's mtime (s) from the open that read it."""
     try:
-        data = read_regular(path, MAX_WORKER_BYTES, within)
+        data, st = read_regular_stat(path, MAX_WORKER_BYTES, within)
     except UnsafeFile as exc:
         raise WorkerFileError(f"cannot read it ({exc})") from None
-    return decode_worker_doc(data)
+    return decode_worker_doc(data), st.st_mtime
 
 
 def decode_worker_doc(data: bytes | str) -> WorkerDoc:
@@ -308,8 +315,11 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def read_worker(doc: WorkerDoc, rel: str, file: str = "") -> tuple[Worker, list[PhaseRecord]]:
-    """Checks a type-checked document further: its ``Worker`` and its phase records."""
+def read_worker(
+    doc: WorkerDoc, rel: str, file: str = "", mtime_s: float | None = None
+) -> tuple[Worker, list[PhaseRecord]]:
+    """Checks a type-checked document further: its ``Worker`` and its phase records. ``mtime_s``:
+    the file's mtime as read (else ``file`` is stat'ed for it)."""
     meta = doc.meta
     start_time = _num(meta.start_time, "meta.start_time")
     written_at = _num(doc.written_at, "written_at")
@@ -321,11 +331,13 @@ def read_worker(doc: WorkerDoc, rel: str, file: str = "") -> tuple[Worker, list[
     if written_at > time.time() + _FUTURE_SLACK_S:
         # one such file would make every other worker look stale
         raise WorkerFileError(f"written_at {written_at} is in the future ({_utc(written_at)})")
-    if file:  # within that day's allowance, still not after the file was last modified
+    if file and mtime_s is None:
         try:
-            written_at = min(written_at, max(start_time, os.stat(file).st_mtime + _MTIME_SLACK_S))
+            mtime_s = os.stat(file).st_mtime
         except OSError:
             pass
+    if mtime_s is not None:  # within that day's allowance, still not after the file's last write
+        written_at = min(written_at, max(start_time, mtime_s + _MTIME_SLACK_S))
     clock = doc.clock or _Clock()
     thread_names = meta.thread_names is True
     w = Worker(
