@@ -127,6 +127,23 @@ assert _CONTAINERS == phase_fields.CONTAINERS, "a container field PhaseStats doe
 assert not phase_fields.UNRULED, f"fields without a combine rule: {phase_fields.UNRULED}"
 
 
+# PhaseStats.add's scalar fields, generated from the table by the merge fold's own rules
+# (phase_fields.fold_lines; the sampling rate, which the fold leaves to its caller, is a maximum
+# here): no getattr per field, and one place that says how a field combines.
+_ADD_SOURCE = (
+    "def _add_scalars(self, other):\n"
+    + "\n".join(phase_fields.fold_lines("self", "other", "    "))
+    + "".join(f"\n    if other.{f} > self.{f}:\n        self.{f} = other.{f}" for f in _MAXIMA)
+    + "\n"
+)
+_add_namespace: dict = {"merged_extremes": merged_extremes}
+exec(
+    compile(_ADD_SOURCE, "<runfile.stats: generated from the phase field table>", "exec"),
+    _add_namespace,
+)
+_add_scalars = _add_namespace["_add_scalars"]
+
+
 @dataclass
 class PhaseStats:
     """Aggregates of one phase path. Times are integer nanoseconds.
@@ -214,25 +231,7 @@ class PhaseStats:
     def add(self, other: PhaseStats) -> None:
         """Adds another path's aggregates (another thread's or process's): sums add, the
         extremes merge, the largest sampling rate and every mark stay."""
-        lo, hi = merged_extremes(
-            self.calls,
-            getattr(self, _MIN),
-            getattr(self, _MAX),
-            other.calls,
-            getattr(other, _MIN),
-            getattr(other, _MAX),
-        )
-        setattr(self, _MIN, lo)
-        setattr(self, _MAX, hi)
-        for f in _SUMMED + _STATES:
-            setattr(self, f, getattr(self, f) + getattr(other, f))
-        for f in _NULLABLE_SUMS:
-            mine, theirs = getattr(self, f), getattr(other, f)
-            setattr(self, f, None if mine is None or theirs is None else mine + theirs)
-        for f in _MAXIMA:
-            setattr(self, f, max(getattr(self, f), getattr(other, f)))
-        for f in _ANY:
-            setattr(self, f, getattr(self, f) or getattr(other, f))
+        _add_scalars(self, other)
         self.hist.add(other.hist)
         for k, v in other.counters.items():
             self.counters[k] = self.counters.get(k, 0) + v
