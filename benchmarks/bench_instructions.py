@@ -1,6 +1,7 @@
 """Instructions per call of the hot paths, counted by valgrind: figures that other load cannot move.
 
     python benchmarks/bench_instructions.py [--json] [--repeats 2] [--calls 200000] [--no-native]
+    python benchmarks/bench_instructions.py --merge [--against DIR] [--json]
 
 Several rows of bench_accounting.py differ by a few ns (`lines=` set for another phase against
 the same phase without it, accounting.phase() over profiler.phase(), count() over an empty C
@@ -19,6 +20,12 @@ virtual machine, a cache miss costs more than a hundred adds. So this table show
 path adds (0 instructions is 0 ns, whatever the timing noise), and bench_accounting.py and
 bench_native.py remain the figures for time. --repeats runs each case again (PYTHONHASHSEED=0):
 the spread between repeats is printed.
+
+--merge counts one `merge_run(run, with_samples=False, jobs=1)` instead, on bench_merge.py's
+tree64 and flat1024 runs ((Ir of three merges - Ir of one) / 2), for this tree and, with
+--against DIR (a directory holding another build's `lineprofiler` package, e.g. from
+`pip install --no-deps --target DIR <tree>`), for that one too: a before/after of the merge that
+load cannot move (the kernel's side of each syscall is not counted).
 """
 
 from __future__ import annotations
@@ -158,9 +165,20 @@ def child_native(ext_dir: str, case: str, number: int) -> None:
             prof.close()
 
 
-def instructions(valgrind: str, child_args: list[str]) -> int:
-    """The instructions (Ir) one child interpreter executed under cachegrind."""
+def child_merge(run: str, number: int) -> None:
+    """Merges run `number` times in this process (in the parent's valgrind)."""
+    from lineprofiler.report.merge import merge_run
+
+    for _ in range(number):
+        merge_run(run, with_samples=False, jobs=1)
+
+
+def instructions(valgrind: str, child_args: list[str], first_path: str | None = None) -> int:
+    """The instructions (Ir) one child interpreter executed under cachegrind; first_path: put
+    first on its PYTHONPATH (another build's package)."""
     env = dict(os.environ, PYTHONHASHSEED="0")
+    if first_path:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [first_path, env.get("PYTHONPATH")]))
     cmd = [
         valgrind,
         "--tool=cachegrind",
@@ -213,6 +231,37 @@ def measure(valgrind: str, calls: int, repeats: int, native: bool) -> dict[str, 
     return runs
 
 
+def measure_merge(valgrind: str, against: str | None) -> dict[str, dict[str, float]]:
+    """Instructions of one merge of each of bench_merge's runs: {run: {build: instructions}}."""
+    sys.path.insert(0, str(HERE))
+    from bench_merge import make_runs
+
+    builds: dict[str, str | None] = {"this tree": None}
+    if against:
+        builds[f"against {against}"] = against
+    out: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = make_runs(Path(tmp), 0)
+        for name, run in runs.items():
+            for build, first in builds.items():
+                one = instructions(valgrind, ["merge", str(run), "1"], first)
+                three = instructions(valgrind, ["merge", str(run), "3"], first)
+                out.setdefault(name, {})[build] = (three - one) / 2
+    return out
+
+
+def print_merge(merges: dict[str, dict[str, float]], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"merge_instructions": merges}, indent=2))
+        return
+    print("Instructions of one merge_run(with_samples=False, jobs=1), cachegrind\n")
+    for run, builds in merges.items():
+        base = next(iter(builds.values()))
+        for build, ir in builds.items():
+            ratio = f"  this tree / it: {base / ir:.3f}x" if ir is not base else ""
+            print(f"{run:<10}{build:<40}{ir / 1e6:>10.1f} M{ratio}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -223,12 +272,16 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=2, help="runs of each case (default 2)")
     ap.add_argument("--calls", type=int, default=200_000, help="calls counted per case")
     ap.add_argument("--no-native", action="store_true", help="skip the C++ rows (no compiler)")
+    ap.add_argument("--merge", action="store_true", help="count a merge_run instead")
+    ap.add_argument("--against", help="with --merge: another build's package directory")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         kind, *rest = args.child
         if kind == "py":
             child_py(rest[0], int(rest[1]))
+        elif kind == "merge":
+            child_merge(rest[0], int(rest[1]))
         else:
             child_native(rest[0], rest[1], int(rest[2]))
         return 0
@@ -239,6 +292,9 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
+    if args.merge:
+        print_merge(measure_merge(valgrind, args.against), args.json)
+        return 0
     runs = measure(valgrind, args.calls, max(1, args.repeats), not args.no_native)
     best = {name: min(v) for name, v in runs.items()}
     spread = {name: max(v) - min(v) for name, v in runs.items()}

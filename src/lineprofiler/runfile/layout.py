@@ -77,8 +77,14 @@ def worker_files(run_dir: Path) -> list[Path]:
         except OSError:
             continue
     found.sort()
-    base = Path(top)
-    return [base / host / name for host, name in found]
+    out: list[Path] = []
+    dirs: dict[str, Path] = {}
+    for host, name in found:  # one Path per host directory, one join per file
+        d = dirs.get(host)
+        if d is None:
+            d = dirs[host] = Path(top, host)
+        out.append(d / name)
+    return out
 
 
 def workers_with_lines(run_dir: Path) -> set[str]:
