@@ -29,7 +29,7 @@ from operator import add, and_, eq, itemgetter, le, mul, ne, sub, truediv
 from pathlib import Path
 
 from lineprofiler.report.model import MergedRun, Worker
-from lineprofiler.runfile.layout import TAGS_SUFFIX, samples_path
+from lineprofiler.runfile.layout import SAMPLES_SUFFIX, TAGS_SUFFIX, samples_path
 from lineprofiler.runfile.safe_read import UnsafeFile, open_regular, read_head, read_range
 from lineprofiler.runfile.samples import (
     BASE_WORDS,
@@ -297,18 +297,32 @@ class Recent:
     workers: int = 0
 
 
+_F_IO_OF = F_IO.__and__  # flags -> its I/O bit, as a C-level callable for map()
+
+
+def _samples_of(worker_file: str) -> str:
+    """The ``.samples`` sidecar's path beside a worker file's, as a string (no ``Path`` a worker
+    a refresh)."""
+    if worker_file.endswith(".json"):
+        return worker_file[: -len(".json")] + SAMPLES_SUFFIX
+    return str(samples_path(Path(worker_file)))
+
+
 def recent(run: MergedRun, window_s: float, now_ns: int) -> Recent | None:
     """I/O of the rows that ended in (now - window, now] and current RSS, from each sidecar's tail.
 
     Reads only the last rows of each file (enough to cover the window), so a refresh costs the
     same in the first minute of a run and in its twelfth hour. None when no worker has rows.
+    A refresh of ``top`` reads every sidecar's tail: its rows are summed by C-level passes (the
+    rows after the window's start found by bisection while their times rise, as the sampler
+    writes them; row by row when a clock stepped back).
     """
     out = Recent()
     lo = now_ns - int(window_s * 1e9)
     for w in run.workers:
         if not w.file:
             continue
-        side = samples_path(Path(w.file))
+        side = _samples_of(w.file)
         try:
             with open_regular(side, MAX_SAMPLES_BYTES, run.run_dir) as (fd, size):
                 head = read_range(fd, 0, HEADER_BYTES)
@@ -337,11 +351,18 @@ def recent(run: MergedRun, window_s: float, now_ns: int) -> Recent | None:
         ts, flags = flat[W_T::words], flat[W_FLAGS::words]
         rb, wb, rss_col = flat[W_RB::words], flat[W_WB::words], flat[W_RSS::words]
         out.workers += 1
-        for t_, f, r, w_ in zip(ts, flags, rb, wb, strict=True):
-            if t_ > lo and f & F_IO:
-                out.read_bytes += r
-                out.write_bytes += w_
-        rss = [v for f, v in zip(flags, rss_col, strict=True) if f & F_RSS and v >= 0]
-        if rss:
-            out.rss_bytes += rss[-1]
+        if all(map(le, ts, ts[1:])):  # times rise: the window is a suffix
+            i = bisect_right(ts, lo)
+            io = list(map(_F_IO_OF, flags[i:]))
+            out.read_bytes += sum(compress(rb[i:], io))
+            out.write_bytes += sum(compress(wb[i:], io))
+        else:
+            for t_, f, r, w_ in zip(ts, flags, rb, wb, strict=True):
+                if t_ > lo and f & F_IO:
+                    out.read_bytes += r
+                    out.write_bytes += w_
+        for j in range(n - 1, -1, -1):  # the last row with an RSS (usually the last row)
+            if flags[j] & F_RSS and rss_col[j] >= 0:
+                out.rss_bytes += rss_col[j]
+                break
     return out if out.workers else None

@@ -36,23 +36,36 @@ class UnsafeFile(Exception):
     """A file that is not a plain regular file of acceptable size; the message says why."""
 
 
-@contextmanager
-def open_regular(
-    path: str | os.PathLike[str], limit: int, within: str | os.PathLike[str] | None = None
-) -> Iterator[tuple[int, int]]:
+class open_regular:
     """``(fd, size)`` of ``path`` opened read-only: a regular file of at most ``limit`` bytes, not
     a symbolic link, with no hole (a sparse file: no writer of a run leaves one). ``within`` (the
     run directory): ``path`` must lie below it, and no directory between the two may be a link
     either (``workers/<host>`` swapped for a link to another user's directory). Raises
-    UnsafeFile otherwise (including when it cannot be opened); the fd is closed on exit. Read it
-    with ``read_range`` (positional reads: the check for holes leaves the file offset anywhere)."""
-    fd, st = _open_checked(path, limit, within)
-    try:
-        yield fd, st.st_size
-    except OSError as exc:
-        raise UnsafeFile(exc.strerror or str(exc)) from None
-    finally:
-        os.close(fd)
+    UnsafeFile otherwise (including when it cannot be opened); an OSError in the block becomes
+    UnsafeFile too; the fd is closed on exit. Read it with ``read_range`` (positional reads: the
+    check for holes leaves the file offset anywhere). A class, not a generator: ``top`` opens a
+    thousand sidecars a refresh. The file is opened when called: use it in a ``with`` at once."""
+
+    __slots__ = ("_fd", "_size")
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        limit: int,
+        within: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self._fd, st = _open_checked(path, limit, within)
+        self._size = st.st_size
+
+    def __enter__(self) -> tuple[int, int]:
+        return self._fd, self._size
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        os.close(self._fd)
+        if isinstance(exc, OSError):
+            raise UnsafeFile(exc.strerror or str(exc)) from None
 
 
 def _open_checked(
