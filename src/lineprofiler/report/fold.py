@@ -9,13 +9,13 @@ the merge use several processes and ``reduce`` write one summary per host.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import os
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from lineprofiler.report.model import MergedPhase, Path_, Unreadable
 from lineprofiler.runfile import phase_fields
@@ -291,7 +291,7 @@ class DocCache:
         if got is not None and got[0] == digest and got[1] == mtime_ns:
             if got[4] is not None or not with_samples:  # (kept without its samples: read again)
                 self.hits += 1
-                return copy.copy(got[2]), got[3], got[4] if with_samples else None
+                return _shallow_copy(got[2]), got[3], got[4] if with_samples else None
         self._drop(file)
         self.misses += 1
         doc = decode_worker_doc(data)
@@ -299,7 +299,7 @@ class DocCache:
         samples = doc.samples if with_samples else None
         if self._records + len(records) <= self.MAX_RECORDS:
             # samples None: not wanted, or the document has none (then read again if wanted)
-            self._entries[file] = (digest, mtime_ns, copy.copy(w), records, samples)
+            self._entries[file] = (digest, mtime_ns, _shallow_copy(w), records, samples)
             self._records += len(records)
         return w, records, samples
 
@@ -311,9 +311,21 @@ class DocCache:
         return self._checked(f, rel, with_samples, *self._read(root, f))
 
 
+_T = TypeVar("_T")
+
+
+def _shallow_copy(obj: _T) -> _T:
+    """``copy.copy`` of a plain dataclass instance (its fields in ``__dict__``: ``Worker``,
+    ``MergedPhase``) without ``copy``'s generic reduce protocol: a steady ``top`` refresh copies
+    every reused worker and phase."""
+    c = object.__new__(type(obj))
+    c.__dict__.update(obj.__dict__)
+    return c
+
+
 def _copy_phase(m: MergedPhase) -> MergedPhase:
     """A merged phase whose containers are its own (adding into it leaves ``m`` as it was)."""
-    c = copy.copy(m)
+    c = _shallow_copy(m)
     c.hist = Histogram(dict(m.hist.buckets))
     c.counters = dict(m.counters)
     c.saturated = set(m.saturated)
@@ -330,7 +342,9 @@ def _copy_folded(f: Folded) -> Folded:
         out.partials[key] = Partial(
             paths=dict(p.paths),
             roles={r: {path: _copy_phase(m) for path, m in t.items()} for r, t in p.roles.items()},
-            workers=[FoldedWorker(copy.copy(fw.worker), fw.times, fw.samples) for fw in p.workers],
+            workers=[
+                FoldedWorker(_shallow_copy(fw.worker), fw.times, fw.samples) for fw in p.workers
+            ],
         )
     out.unreadable = {k: list(v) for k, v in f.unreadable.items()}
     return out
