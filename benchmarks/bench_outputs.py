@@ -1,6 +1,7 @@
 """The user-facing outputs on bench_samples' synthetic run (12-hour workers at 1 Hz; the phase
 changes every minute, RSS and I/O move every second, one GPU): ``export --perfetto`` against the
-report's own merge with samples, and a ``serve`` scrape against the phases-only merge it does.
+report's own merge with samples (its tracks written by _core's C++, and by the Python path the pure
+install takes), and a ``serve`` scrape against the phases-only merge it does.
 
     python benchmarks/bench_outputs.py [--workers 8] [--hours 12] [--json]
 
@@ -23,8 +24,18 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_samples import make_run  # noqa: E402
+from lineprofiler.report import perfetto  # noqa: E402
 from lineprofiler.report.merge import merge_run  # noqa: E402
 from lineprofiler.report.perfetto import export_perfetto  # noqa: E402
+
+
+def python_export(run_dir: Path) -> None:
+    """export --perfetto as the pure install writes it (no _core: the tracks' Python path)."""
+    saved, perfetto._native_tracks = perfetto._native_tracks, None
+    try:
+        export_perfetto(run_dir, io.StringIO())
+    finally:
+        perfetto._native_tracks = saved
 
 
 def best(fn, repeat: int = 3) -> float:
@@ -52,6 +63,7 @@ def main() -> int:
         res["merge_phases_s"] = best(lambda: merge_run(run_dir, with_samples=False, jobs=1))
         sink = io.StringIO()
         res["export_s"] = best(lambda: export_perfetto(run_dir, io.StringIO()))
+        res["export_python_s"] = best(lambda: python_export(run_dir))
         export_perfetto(run_dir, sink)
         res["trace_bytes"] = len(sink.getvalue().encode())
         try:
@@ -64,6 +76,7 @@ def main() -> int:
     worker_hours = args.workers * args.hours
     res["trace_bytes_per_worker_hour"] = res["trace_bytes"] / worker_hours
     res["export_vs_merge"] = res["export_s"] / res["merge_with_samples_s"]
+    res["export_python_vs_merge"] = res["export_python_s"] / res["merge_with_samples_s"]
     if res["scrape_s"] is not None:
         res["scrape_vs_merge"] = res["scrape_s"] / res["merge_phases_s"]
     if args.json:
@@ -73,6 +86,10 @@ def main() -> int:
     print(f"  {'what':<34}{'seconds':>9}{'ratio':>8}")
     print(f"  {'merge_run, with samples':<34}{res['merge_with_samples_s']:>9.2f}{1:>8.2f}")
     print(f"  {'export --perfetto':<34}{res['export_s']:>9.2f}{res['export_vs_merge']:>8.2f}")
+    print(
+        f"  {'export --perfetto, pure install':<34}{res['export_python_s']:>9.2f}"
+        f"{res['export_python_vs_merge']:>8.2f}"
+    )
     print(f"  {'merge_run, phases only':<34}{res['merge_phases_s']:>9.2f}{1:>8.2f}")
     if res["scrape_s"] is not None:
         print(f"  {'serve: one scrape':<34}{res['scrape_s']:>9.2f}{res['scrape_vs_merge']:>8.2f}")

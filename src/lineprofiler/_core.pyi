@@ -184,6 +184,18 @@ def wall_ticks() -> int: ...
 def ticks_to_ns(dticks: int) -> int: ...
 def set_cuda_probe(fn: Callable[[], tuple[int, int] | None] | None) -> None: ...
 
+# report/perfetto.py's worker tracks in C++ (module/report/perfetto_tracks.cpp): (slices text,
+# counters text, events), or None where a slice name is not UTF-8.
+def perfetto_tracks(
+    tid: int,
+    origin_ns: int,
+    cols: Sequence[Any],
+    n_gpu: int,
+    names: dict[int, str],
+    unknown: str,
+    /,
+) -> tuple[str, str, int] | None: ...
+
 # ---- the line tracer (module/line_tracer*.cpp) ----
 
 LINE_TRACER_MECHANISM: str  # "settrace" (3.11) or "sys.monitoring" (3.12+)

@@ -67,7 +67,7 @@ def test_sum_and_count_are_over_completed_entries(tmp_path):
     assert math.isclose(seconds.value, 40 * 0.025 + 3.0)
 
 
-def test_perfetto_slices_start_where_each_row_began(tmp_path):
+def test_perfetto_slices_start_where_each_row_began(tmp_path, perfetto_path):
     """Rows end at +1, +2, +5 and +6 s, each 1 s long: the sampler missed +3 and +4 s. The slice
     of the row ending at +5 s starts at +4 s (its own start), not at +2 s (the previous row's
     end), and its I/O rate is its bytes over its own 1 s."""

@@ -165,7 +165,7 @@ def _reference(rows, n_gpu, origin_ns, tags):
     return tracks
 
 
-def test_perfetto_tracks_hold_exactly_the_row_by_row_events(tmp_path):
+def test_perfetto_tracks_hold_exactly_the_row_by_row_events(tmp_path, perfetto_path):
     """Rows with a clock that steps back, dt <= 0, flags off, RSS unread (-1), GPU not sampled
     (-1), repeated values, integral and fractional MB: every track's events, in order, are those
     of the reference reading."""

@@ -32,6 +32,7 @@ names): 1.30 MB per worker-hour at the default 1 s interval, 15.6 MB for a 12-ho
 from __future__ import annotations
 
 import json
+from array import array
 from collections.abc import Iterator
 from itertools import accumulate, chain, compress, islice, repeat
 from operator import add, and_, floordiv, ge, mod, mul, ne, or_, sub
@@ -60,6 +61,11 @@ from lineprofiler.runfile.samples import (
     sidecar_name_ok,
 )
 from lineprofiler.runfile.worker_doc import WorkerFileError, load_worker_doc
+
+try:  # the tracks' text in C++ where the compiled core is here (not on the pure install)
+    from lineprofiler._core import perfetto_tracks as _native_tracks
+except ImportError:
+    _native_tracks = None
 
 MAX_POINTS = 43_200  # a worker's points at most: 12 hours at the default 1 s interval
 # Upper bounds of one point's JSON text (an E, a B, an RSS and an I/O event; track ids below 10^7,
@@ -189,31 +195,60 @@ def _fixed(units: Any, per: int) -> tuple[list[int], list[str]]:
     )
 
 
-def worker_events(
-    tid: int, w: Worker, t: SampleTable, tags: dict[int, tuple[str, ...]], origin_ns: int
-) -> tuple[list[str], int]:
-    """One worker's events as JSON text: chunks, each of events joined by ",\n" (its metadata, its
-    phase slices, then each counter track), every track in timestamp order; and how many events."""
-    meta = [
-        _dump({"ph": "M", "pid": tid, "name": "process_name", "args": {"name": track_name(w)}}),
-        _dump({"ph": "M", "pid": tid, "name": "process_sort_index", "args": {"sort_index": tid}}),
-        _dump({"ph": "M", "pid": tid, "tid": 1, "name": "thread_name", "args": {"name": "phases"}}),
-    ]
-    if t.rows == 0:
-        return [",\n".join(meta)], len(meta)
-    n_gpu = t.n_gpu
-    # The hot loop of export, column-wise: C-level maps over the columns, one ``%`` per track.
-    # One point per row: the table's own columns; else _points' merged points, transposed.
+def _columns(t: SampleTable) -> list[Any]:
+    """The columns the tracks are written from (end ns, dt ns, tag, flags, read bytes, write
+    bytes, RSS bytes, then per GPU busy % and this pid's SM %): the table's own arrays for one
+    point per row, else _points' merged points, transposed."""
     if t.rows <= MAX_POINTS:
         c = t.cols
-        ends, dts, tags_, flags_ = c[W_T], c[W_DT], c[W_TAG], c[W_FLAGS]
-        rbs, wbs, rsss = c[W_RB], c[W_WB], c[W_RSS]
-        gw: list[Any] = [c[BASE_WORDS + j] for j in range(2 * n_gpu)]
-    else:
-        pts = list(_points(t))
-        ends, dts, tags_, flags_, rbs, wbs, rsss, gpus = zip(*pts, strict=True)
-        del pts
-        gw = [[g[j] for g in gpus] for j in range(2 * n_gpu)]
+        gpu = [c[BASE_WORDS + j] for j in range(2 * t.n_gpu)]
+        return [c[W_T], c[W_DT], c[W_TAG], c[W_FLAGS], c[W_RB], c[W_WB], c[W_RSS], *gpu]
+    pts = list(_points(t))
+    cols: list[Any] = list(zip(*pts, strict=True))[:7]
+    gpus = [p[7] for p in pts]
+    del pts
+    return cols + [[g[j] for g in gpus] for j in range(2 * t.n_gpu)]
+
+
+def _slice_names(tags: dict[int, tuple[str, ...]]) -> dict[int, str]:
+    """Each tag's slice name as JSON text (with its args where the path ran on another thread's
+    phase, issue 33)."""
+    names = {}
+    for tag, path in tags.items():
+        name = json.dumps(slice_name(path), ensure_ascii=False)
+        if THREADS_MARK in path:
+            name += ',"args":{"on_threads":true}'
+        names[tag] = name
+    return names
+
+
+UNKNOWN_PHASE = ("(unknown phase)",)  # a row's tag that the .tags sidecar does not name
+
+
+def _native_text(
+    tid: int, cols: list[Any], n_gpu: int, tags: dict[int, tuple[str, ...]], origin_ns: int
+) -> tuple[str, str, int] | None:
+    """_tracks_text's result from _core's perfetto_tracks (the same bytes, in C++); None where it
+    cannot take this worker (no _core, a merged column or origin beyond int64, a name that is not
+    UTF-8)."""
+    if _native_tracks is None or not -(2**63) <= origin_ns < 2**63:
+        return None
+    try:
+        arrays = [c if isinstance(c, array) else array("q", c) for c in cols]
+    except OverflowError:  # merged sums beyond int64 (only a forged sidecar has them)
+        return None
+    unknown = _slice_names({0: UNKNOWN_PHASE})[0]
+    return _native_tracks(tid, origin_ns, arrays, n_gpu, _slice_names(tags), unknown)
+
+
+def _tracks_text(
+    tid: int, cols: list[Any], n_gpu: int, tags: dict[int, tuple[str, ...]], origin_ns: int
+) -> tuple[str, str, int]:
+    """A worker's phase slices and counter events as JSON text, each event joined by ",\n" (the
+    slices; the counter tracks one after another), and how many events: the reference rules,
+    written column-wise (C-level maps over the columns, one ``%`` per track)."""
+    ends, dts, tags_, flags_, rbs, wbs, rsss = cols[:7]
+    gw = cols[7:]
     n = len(ends)
     # A point starts where its row began, never before the previous point's end (a clock that
     # stepped back is clamped), and ends no earlier than it starts: end_us is the running max.
@@ -245,11 +280,7 @@ def worker_events(
         if tag:
             name = names.get(tag)
             if name is None:
-                path = tags.get(tag, ("(unknown phase)",))
-                name = json.dumps(slice_name(path), ensure_ascii=False)
-                if THREADS_MARK in path:  # run attached to another thread's phase (issue 33)
-                    name += ',"args":{"on_threads":true}'
-                names[tag] = name
+                name = names[tag] = _slice_names({tag: tags.get(tag, UNKNOWN_PHASE)})[tag]
             slices.append(f'{{"ph":"B","pid":{tid},"tid":1,"name":{name},"ts":{ts}}}')
         open_tag = tag
     if open_tag:
@@ -285,7 +316,7 @@ def worker_events(
         at=io_at,
     )  # fmt: skip
     counters = rss_text + io_text
-    n_events = len(meta) + len(slices) + len(rss_at) + len(io_at)
+    n_events = len(slices) + len(rss_at) + len(io_at)
     for k in range(n_gpu):
         busy_col, mine_col = gw[2 * k], gw[2 * k + 1]
         mine = list(map(max, repeat(0), mine_col))
@@ -299,12 +330,32 @@ def worker_events(
             mine,
             at=at,
         )
+    return ",\n".join(slices), counters[:-2], n_events  # counters less its last ",\n"
+
+
+def worker_events(
+    tid: int, w: Worker, t: SampleTable, tags: dict[int, tuple[str, ...]], origin_ns: int
+) -> tuple[list[str], int]:
+    """One worker's events as JSON text: chunks, each of events joined by ",\n" (its metadata, its
+    phase slices, then each counter track), every track in timestamp order; and how many events.
+    The tracks come from _core's C++ (perfetto_tracks) where it is here, else from _tracks_text:
+    the same bytes (tests/report/test_perfetto_native.py)."""
+    meta = [
+        _dump({"ph": "M", "pid": tid, "name": "process_name", "args": {"name": track_name(w)}}),
+        _dump({"ph": "M", "pid": tid, "name": "process_sort_index", "args": {"sort_index": tid}}),
+        _dump({"ph": "M", "pid": tid, "tid": 1, "name": "thread_name", "args": {"name": "phases"}}),
+    ]
+    if t.rows == 0:
+        return [",\n".join(meta)], len(meta)
+    cols = _columns(t)
+    text = _native_text(tid, cols, t.n_gpu, tags, origin_ns)
+    slices, counters, n_events = text or _tracks_text(tid, cols, t.n_gpu, tags, origin_ns)
     chunks = [",\n".join(meta)]
     if slices:
-        chunks.append(",\n".join(slices))
+        chunks.append(slices)
     if counters:
-        chunks.append(counters[:-2])  # its last ",\n"
-    return chunks, n_events
+        chunks.append(counters)
+    return chunks, len(meta) + n_events
 
 
 def export_perfetto(run_dir: str | Path, out: IO[str]) -> dict[str, Any]:

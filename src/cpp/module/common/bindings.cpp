@@ -22,6 +22,7 @@
 #include "module/accounting/cuda_probe.h"
 #include "module/accounting/recorder_type.h"
 #include "module/line/line_tracer.h"
+#include "module/report/perfetto_tracks.h"
 
 namespace nb = nanobind;
 
@@ -324,4 +325,5 @@ NB_MODULE(_core, m) {
   if (lp_module::add_recorder_types(m.ptr()) != 0) throw nb::python_error();
   if (lp_module::add_line_tracer(m.ptr()) != 0) throw nb::python_error();
   if (lp_module::add_cuda_probe_functions(m.ptr()) != 0) throw nb::python_error();
+  if (lp_module::add_perfetto_tracks(m.ptr()) != 0) throw nb::python_error();
 }
