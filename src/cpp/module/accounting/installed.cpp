@@ -34,6 +34,12 @@ PyObject* installed_count(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
   return do_count(g_installed, args, nargs, kwnames);
 }
 
+// Does nothing: the benchmarks' floor for a module-level C function taking keywords, as
+// accounting.count() is (its calling convention, apart from what count() does).
+PyObject* bench_noop_kw(PyObject*, PyObject* const*, Py_ssize_t, PyObject*) {
+  Py_RETURN_NONE;
+}
+
 PyObject* set_join_hook(PyObject*, PyObject* arg) {
   if (arg != Py_None && !PyCallable_Check(arg)) {
     PyErr_SetString(PyExc_TypeError, "set_join_hook() takes a callable or None");
@@ -76,6 +82,8 @@ PyMethodDef installed_functions[] = {
      "The installed recorder's innermost open phase on this thread (in an asyncio task: in this "
      "task), or ''."},
     {"set_installed", set_installed, METH_O, "set_installed(recorder or None)."},
+    {"_bench_noop_kw", LP_FASTCALL_KW(bench_noop_kw),
+     "Does nothing: the benchmarks' floor for a module-level C function taking keywords."},
     {"get_installed", get_installed, METH_NOARGS, "The installed recorder, or None."},
     {"set_join_hook", set_join_hook, METH_O,
      "set_join_hook(fn or None): fn() runs once, at the first installed_phase()/installed_count() "

@@ -58,6 +58,11 @@ PyObject* bench_noop(PyObject*, PyObject* const*, Py_ssize_t) {
   Py_RETURN_NONE;
 }
 
+// Does nothing, taking keywords as count() does: the floor of its calling convention.
+PyObject* bench_noop_kw(PyObject*, PyObject* const*, Py_ssize_t, PyObject*) {
+  Py_RETURN_NONE;
+}
+
 // phase() of the benchmarks' floor: the empty C context manager with ordinary C methods.
 PyObject* bench_floor(PyObject*, PyObject* const*, Py_ssize_t) {
   return floor_scope();
@@ -85,6 +90,8 @@ PyMethodDef front_methods[] = {
     {"_bind", front_bind, METH_O, "_bind(recorder or None): the recorder phase()/count() use."},
     {"_bench_noop", LP_FASTCALL(bench_noop), METH_FASTCALL,
      "Does nothing: the benchmarks' floor for a C method call."},
+    {"_bench_noop_kw", LP_FASTCALL_KW(bench_noop_kw),
+     "Does nothing, taking keywords as count() does: the floor of its calling convention."},
     {"_bench_floor", LP_FASTCALL(bench_floor), METH_FASTCALL,
      "_bench_floor(name) -> an empty C context manager with ordinary C methods: the benchmarks' "
      "floor for a with statement."},
