@@ -236,9 +236,10 @@ class DocCache:
         self._chunks_seen.add(key)
         reads: list[tuple[Path, object]] = []
         sig = []
+        within = os.fspath(root)  # a string: safe_read's shortcut for a directory already open
         for f in files:
             try:
-                got = self._read(root, f)
+                got = self._read(within, f)
             except WorkerFileError as exc:
                 got = exc
             reads.append((f, got))
@@ -270,7 +271,7 @@ class DocCache:
         if got is not None:
             self._records -= len(got[3])
 
-    def _read(self, root: Path, f: Path) -> tuple[bytes, bytes, int]:
+    def _read(self, root: str | Path, f: Path) -> tuple[bytes, bytes, int]:
         """(bytes, digest, mtime_ns) of a worker file read through ``safe_read``."""
         file = os.fspath(f)
         self._seen.add(file)

@@ -65,9 +65,10 @@ def _newest_per_process(workers: list[Worker]) -> list[Worker]:
     Pool worker may close one profiler per task and go on to the next)."""
     newest: dict[tuple[str, int, str], Worker] = {}
     for w in workers:
-        have = newest.get(w.process_key)
+        key = w.process_key
+        have = newest.get(key)
         if have is None or w.written_at > have.written_at:
-            newest[w.process_key] = w
+            newest[key] = w
     return list(newest.values())
 
 

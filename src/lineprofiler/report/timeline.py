@@ -18,6 +18,8 @@ Per bin (``bins`` equal slices of [start, end] in Unix ns):
 
 from __future__ import annotations
 
+import os
+import struct
 import sys
 from array import array
 from bisect import bisect_right
@@ -297,6 +299,8 @@ class Recent:
     workers: int = 0
 
 
+# A sidecar's header words recent() needs: header bytes, words per row, interval ns (runfile/samples)
+_HEAD = struct.Struct("<12xII4xQ")
 _F_IO_OF = F_IO.__and__  # flags -> its I/O bit, as a C-level callable for map()
 
 
@@ -318,26 +322,26 @@ def recent(run: MergedRun, window_s: float, now_ns: int) -> Recent | None:
     writes them; row by row when a clock stepped back).
     """
     out = Recent()
-    lo = now_ns - int(window_s * 1e9)
+    window_ns = int(window_s * 1e9)
+    lo = now_ns - window_ns
+    within = os.fspath(run.run_dir)  # a string: safe_read's shortcut for a directory already open
     for w in run.workers:
         if not w.file:
             continue
         side = _samples_of(w.file)
         try:
-            with open_regular(side, MAX_SAMPLES_BYTES, run.run_dir) as (fd, size):
+            with open_regular(side, MAX_SAMPLES_BYTES, within) as (fd, size):
                 head = read_range(fd, 0, HEADER_BYTES)
                 if len(head) < HEADER_BYTES:
                     continue
-                hb = int.from_bytes(head[12:16], "little")
-                words = int.from_bytes(head[16:20], "little")
-                interval = max(1, int.from_bytes(head[24:32], "little"))
+                hb, words, interval = _HEAD.unpack_from(head)
                 if words < BASE_WORDS or hb < HEADER_BYTES:
                     continue
                 row = 8 * words
                 rows = (size - hb) // row
                 if rows <= 0:
                     continue
-                want = min(rows, int(window_s * 1e9 // interval) + 2, RECENT_MAX_ROWS)
+                want = min(rows, window_ns // max(1, interval) + 2, RECENT_MAX_ROWS)
                 data = read_range(fd, hb + (rows - want) * row, want * row)
         except UnsafeFile:
             continue

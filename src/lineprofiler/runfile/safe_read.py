@@ -90,7 +90,9 @@ def _open_checked(
 
 
 # While ``reuse_dirs()`` is active in a thread: the directories below run directories it opened,
-# kept open (``(within, names) -> fd``) instead of opened again for each file.
+# kept open (``fds``: ``(within, names) -> fd``) instead of opened again for each file; and
+# ``by_dir``: ``(within, directory as spelled in a plain path) -> `` the same fd, so that the next
+# plain path in that directory skips splitting (``_open``'s first lines).
 _reused = threading.local()
 _MAX_REUSED = 256  # directories kept open at most (beyond: opened per file, as outside the block)
 
@@ -107,18 +109,26 @@ def reuse_dirs() -> Iterator[None]:
         yield
         return
     _reused.fds = fds = {}
+    _reused.by_dir = {}
     try:
         yield
     finally:
-        _reused.fds = None
+        _reused.fds = _reused.by_dir = None
         for fd in fds.values():
             os.close(fd)
 
 
 def _open(path: str | os.PathLike[str], within: str | os.PathLike[str] | None) -> int:
+    by_dir = getattr(_reused, "by_dir", None)
+    if by_dir and type(path) is str and type(within) is str:
+        head, _, name = path.rpartition(os.sep)
+        dir_fd = by_dir.get((within, head))  # a directory a plain path below within reached
+        if dir_fd is not None and name not in ("", ".", ".."):
+            return _open_at(name, dir_fd)
     if within is None or os.fspath(within) == "":  # "": no run directory known
         return _open_at(os.fspath(path), None)
     parts = _parts_below(os.fspath(path), os.fspath(within))
+    plain = parts is not None
     if parts is None:  # not the plain "<within>/a/b" the run's readers pass: normalise both
         rel = os.path.relpath(os.path.abspath(path), os.path.abspath(within))
         parts = rel.split(os.sep)
@@ -133,6 +143,8 @@ def _open(path: str | os.PathLike[str], within: str | os.PathLike[str] | None) -
         if dir_fd is None and len(fds) < _MAX_REUSED:
             dir_fd = fds[key] = _open_dirs(os.fspath(within), parts[:-1])
         if dir_fd is not None:
+            if plain and type(path) is str and type(within) is str:
+                _reused.by_dir[(within, path.rpartition(os.sep)[0])] = dir_fd
             return _open_at(parts[-1], dir_fd)
     dir_fd = _open_dirs(os.fspath(within), parts[:-1])
     try:
