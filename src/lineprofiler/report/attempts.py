@@ -249,11 +249,15 @@ def _clusters(workers: list[Worker]) -> list[tuple[list[Worker], dict[str, int]]
     for i, w in enumerate(ws):
         # profilers one after the other in one process (a pid reused is another process)
         key = (w.host, w.pid, w.process_start or "id:" + w.run_id)
-        sets.union(i, same_process.setdefault(key, i), SAME_PROCESS)
+        first = same_process.setdefault(key, i)
+        if first != i:  # (a file joined to itself adds nothing)
+            sets.union(i, first, SAME_PROCESS)
         if w.ppid and w.launched_at is not None:
             siblings[(w.host, w.ppid)].append(i)
         elif w.ppid and is_claim(w.run_id):  # older files: one claimed id, one parent
-            sets.union(i, old_siblings.setdefault((w.run_id, w.host, w.ppid), i), LAUNCHER)
+            first = old_siblings.setdefault((w.run_id, w.host, w.ppid), i)
+            if first != i:
+                sets.union(i, first, LAUNCHER)
     for members in siblings.values():
         # processes one parent launched while another it launched was still alive: one launch
         # (a rank whose profiler started after a quick sibling's ended), where a second launch

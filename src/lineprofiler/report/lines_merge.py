@@ -65,10 +65,12 @@ def add_doc(role_lines: dict[Path_, MergedPhaseLines], doc: LinesDoc, who: Proce
                 ml.seen_in.add(who)
 
 
-def read_run_lines(run: MergedRun) -> list[Caveat]:
-    """Reads every worker's sidecar into ``role.lines``; the caveats of the refused ones."""
+def read_run_lines(run: MergedRun, with_lines: set[str] | None = None) -> list[Caveat]:
+    """Reads every worker's sidecar into ``role.lines``; the caveats of the refused ones.
+    ``with_lines``: ``layout.workers_with_lines`` of the run, where the caller listed it."""
     refused: list[tuple[str, str]] = []
-    with_lines = workers_with_lines(Path(run.run_dir))
+    if with_lines is None:
+        with_lines = workers_with_lines(Path(run.run_dir))
     if not with_lines:
         return []
     for role in run.roles.values():

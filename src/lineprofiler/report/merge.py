@@ -26,7 +26,13 @@ from lineprofiler.report.model import Attempt, MergedPhase, MergedRun, Path_, Ro
 from lineprofiler.report.parallel import fold_run
 from lineprofiler.report.reduce import load_host
 from lineprofiler.report.timeline import TimelineBuilder
-from lineprofiler.runfile.layout import WORKERS_DIR, pid_from_name, run_id_from_name, worker_files
+from lineprofiler.runfile.layout import (
+    WORKERS_DIR,
+    list_workers,
+    pid_from_name,
+    run_id_from_name,
+    worker_files,
+)
 from lineprofiler.runfile.run_error import RunError
 from lineprofiler.runfile.summary import SUMMARIES_DIR
 from lineprofiler.runfile.worker_doc import Worker
@@ -109,7 +115,9 @@ def merge_run(
     fold then runs in this process, whatever ``jobs`` says).
     """
     root = Path(os.fspath(run_dir))
-    files = check_run_dir(root)
+    files, with_lines = list_workers(root)  # one listing for both
+    if not files:  # RunError saying why there are none (or the files written since)
+        files = check_run_dir(root)
     if cache is not None:
         cache.begin()
     try:
@@ -199,7 +207,7 @@ def merge_run(
             run.timeline, run.timeline_binned = builder.finish(), True
 
     _mark_stale(run)
-    lines_caveats = read_run_lines(run)
+    lines_caveats = read_run_lines(run, with_lines)
     run.caveats = run_caveats(run) + (run.samples.caveats if run.samples else []) + lines_caveats
     return run
 

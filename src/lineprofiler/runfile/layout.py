@@ -55,25 +55,30 @@ def worker_path(run_dir: Path, host: str, run_id: str, pid: int, uid8: str) -> P
     return run_dir / WORKERS_DIR / host / f"w_{run_id}_{pid}_{uid8}.json"
 
 
-def worker_files(run_dir: Path) -> list[Path]:
-    """The run's worker files, ``workers/<host>/w_*.json``, sorted as paths (by host, then name).
-    A link counts as what it points to, as in a glob (reading it is refused later, and says so).
-    One listing per directory, no stat per regular file: a run holds thousands."""
+def list_workers(run_dir: str | Path) -> tuple[list[Path], set[str]]:
+    """``worker_files`` and ``workers_with_lines`` of the run from one listing of each host
+    directory (a merge needs both: ``top`` lists a thousand files at each refresh)."""
     top = os.path.join(run_dir, WORKERS_DIR)
     try:
         with os.scandir(top) as entries:
             hosts = [e.name for e in entries if e.is_dir()]
     except OSError:
-        return []
+        return [], set()
     found: list[tuple[str, str]] = []
+    lines: set[str] = set()
+    cut = len(LINES_SUFFIX)
     for host in hosts:
         try:
             with os.scandir(os.path.join(top, host)) as entries:
-                found += [
-                    (host, e.name)
-                    for e in entries
-                    if e.name.startswith("w_") and e.name.endswith(".json") and e.is_file()
-                ]
+                for e in entries:
+                    name = e.name
+                    if not name.startswith("w_"):
+                        continue
+                    if name.endswith(".json"):
+                        if e.is_file():
+                            found.append((host, name))
+                    elif name.endswith(LINES_SUFFIX):
+                        lines.add(f"{WORKERS_DIR}/{host}/{name[:-cut]}.json")
         except OSError:
             continue
     found.sort()
@@ -84,15 +89,22 @@ def worker_files(run_dir: Path) -> list[Path]:
         if d is None:
             d = dirs[host] = Path(top, host)
         out.append(d / name)
-    return out
+    return out, lines
+
+
+def worker_files(run_dir: Path) -> list[Path]:
+    """The run's worker files, ``workers/<host>/w_*.json``, sorted as paths (by host, then name).
+    A link counts as what it points to, as in a glob (reading it is refused later, and says so).
+    One listing per directory, no stat per regular file: a run holds thousands."""
+    return list_workers(run_dir)[0]
 
 
 def workers_with_lines(run_dir: Path) -> set[str]:
     """The run-relative paths (posix) of the worker files that have a line-statistics sidecar
-    beside them: one listing per host directory, so that a run of thousands of workers and few
-    sidecars costs a set lookup per worker, not a path and a stat."""
-    found = run_dir.glob(f"{WORKERS_DIR}/*/w_*{LINES_SUFFIX}")
-    return {p.relative_to(run_dir).with_suffix(".json").as_posix() for p in found}
+    beside them (``w_*.lines`` in a host directory, whatever it is: reading it checks): one
+    listing per host directory, so that a run of thousands of workers and few sidecars costs a
+    set lookup per worker, not a path and a stat."""
+    return list_workers(run_dir)[1]
 
 
 def run_id_from_name(name: str) -> str | None:
