@@ -91,8 +91,8 @@ def _open_checked(
 
 # While ``reuse_dirs()`` is active in a thread: the directories below run directories it opened,
 # kept open (``fds``: ``(within, names) -> fd``) instead of opened again for each file; and
-# ``by_dir``: ``(within, directory as spelled in a plain path) -> `` the same fd, so that the next
-# plain path in that directory skips splitting (``_open``'s first lines).
+# ``by_dir``: ``(within, the directory as spelled in a plain path) -> that fd``, so that the next
+# plain path in that directory skips splitting and checking its parts (``_open``'s first lines).
 _reused = threading.local()
 _MAX_REUSED = 256  # directories kept open at most (beyond: opened per file, as outside the block)
 
