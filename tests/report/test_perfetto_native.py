@@ -140,4 +140,9 @@ def test_bad_columns_raise_clearly():
         perfetto._native_tracks(1, 0, [*good[:6], array("q", [1])], 0, {}, '"x"')
     with pytest.raises(ValueError, match="7 columns"):
         perfetto._native_tracks(1, 0, good, 1, {}, '"x"')
+    for n_gpu in (2**63 - 1, 2**63 - 2, 2**63 - 3, -1):  # never a count that wraps around
+        with pytest.raises(ValueError, match="7 columns"):
+            perfetto._native_tracks(1, 0, good[:5], n_gpu, {}, '"x"')
+    with pytest.raises(ValueError, match="7 columns"):
+        perfetto._native_tracks(1, 0, good[:6], 0, {}, '"x"')
     assert F_GPU | F_IO | F_RSS < 16  # the tables above draw every combination of flags

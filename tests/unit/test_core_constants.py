@@ -68,11 +68,20 @@ def test_generated_module_is_current():
 
 
 def _is_core_import(node: ast.AST) -> bool:
+    """``import lineprofiler._core``, ``from lineprofiler[._core] import ...``, the same relative
+    (``from .. import _core``, ``from .._core import x``), or ``import_module("..._core")``."""
     if isinstance(node, ast.Import):
         return any(a.name == "lineprofiler._core" for a in node.names)
-    if isinstance(node, ast.ImportFrom) and node.module == "lineprofiler":
-        return any(a.name == "_core" for a in node.names)
-    return isinstance(node, ast.ImportFrom) and node.module == "lineprofiler._core"
+    if isinstance(node, ast.ImportFrom):
+        module = node.module or ""
+        if module.split(".")[-1] == "_core" and (node.level or module.startswith("lineprofiler")):
+            return True
+        if module == "lineprofiler" or (node.level and module in ("", "lineprofiler")):
+            return any(a.name == "_core" for a in node.names)
+        return False
+    if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+        return isinstance(node.args[0].value, str) and node.args[0].value.endswith("._core")
+    return False
 
 
 def _optional(tree: ast.AST) -> set[int]:
@@ -81,7 +90,9 @@ def _optional(tree: ast.AST) -> set[int]:
     out: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Try) and any(
-            isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError")
+            isinstance(h.type, ast.Name)
+            and h.type.id in ("ImportError", "ModuleNotFoundError")
+            and not any(isinstance(n, ast.Raise) for n in ast.walk(h))  # (not re-raised)
             for h in node.handlers
         ):
             out |= {id(n) for stmt in node.body for n in ast.walk(stmt)}

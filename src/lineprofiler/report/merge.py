@@ -117,7 +117,7 @@ def merge_run(
     root = Path(os.fspath(run_dir))
     files, with_lines = list_workers(root)  # one listing for both
     if not files:  # RunError saying why there are none (or the files written since)
-        files = check_run_dir(root)
+        files, with_lines = check_run_dir(root), None  # (read_run_lines then lists again)
     if cache is not None:
         cache.begin()
     try:

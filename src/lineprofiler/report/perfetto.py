@@ -238,7 +238,8 @@ def _native_text(
     except OverflowError:  # merged sums beyond int64 (only a forged sidecar has them)
         return None
     unknown = _slice_names({0: UNKNOWN_PHASE})[0]
-    return _native_tracks(tid, origin_ns, arrays, n_gpu, _slice_names(tags), unknown)
+    used = {t: tags[t] for t in set(arrays[2]) if t in tags}  # (a .tags file may name millions)
+    return _native_tracks(tid, origin_ns, arrays, n_gpu, _slice_names(used), unknown)
 
 
 def _tracks_text(

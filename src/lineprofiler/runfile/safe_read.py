@@ -120,7 +120,7 @@ def reuse_dirs() -> Iterator[None]:
 
 def _open(path: str | os.PathLike[str], within: str | os.PathLike[str] | None) -> int:
     by_dir = getattr(_reused, "by_dir", None)
-    if by_dir and type(path) is str and type(within) is str:
+    if by_dir and type(path) is str and type(within) is str and path[:1] == os.sep:
         head, _, name = path.rpartition(os.sep)
         dir_fd = by_dir.get((within, head))  # a directory a plain path below within reached
         if dir_fd is not None and name not in ("", ".", ".."):

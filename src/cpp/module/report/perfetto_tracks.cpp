@@ -116,33 +116,27 @@ struct Columns {
 };
 
 /// The slice names by tag (JSON text, args included), from the caller's dict; tags it lacks get
-/// `unknown`. False (no Python error) where a name cannot be UTF-8: the caller's path takes it.
+/// `unknown`. get() returns nullptr with a Python error set: a name UTF-8 cannot hold sets
+/// UnicodeEncodeError (the caller's Python path takes that worker), anything else fails the call.
 struct Names {
   PyObject* dict;
   std::string unknown;
   std::unordered_map<int64_t, std::string> cache;
 
-  const std::string* get(int64_t tag, bool* ok) {
+  const std::string* get(int64_t tag) {
     auto it = cache.find(tag);
     if (it != cache.end()) return &it->second;
     PyObject* key = PyLong_FromLongLong(tag);
-    if (key == nullptr) {
-      *ok = false;
-      return nullptr;
-    }
+    if (key == nullptr) return nullptr;
     PyObject* v = PyDict_GetItemWithError(dict, key);  // borrowed
     Py_DECREF(key);
     std::string text = unknown;
     if (v != nullptr && PyUnicode_Check(v)) {
       Py_ssize_t len = 0;
       const char* s = PyUnicode_AsUTF8AndSize(v, &len);
-      if (s == nullptr) {
-        *ok = false;
-        return nullptr;
-      }
+      if (s == nullptr) return nullptr;
       text.assign(s, size_t(len));
     } else if (PyErr_Occurred()) {
-      *ok = false;
       return nullptr;
     }
     return &cache.emplace(tag, std::move(text)).first->second;
@@ -193,7 +187,9 @@ PyObject* perfetto_tracks(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
   Columns cols;
   if (!cols.take(args[2])) return nullptr;
-  if (n_gpu < 0 || cols.views.size() != kColGpu + 2 * size_t(n_gpu)) {
+  const size_t n_cols = cols.views.size();
+  if (n_cols < kColGpu || (n_cols - kColGpu) % 2 != 0 || n_gpu < 0 ||
+      static_cast<unsigned long long>(n_gpu) != (n_cols - kColGpu) / 2) {
     PyErr_SetString(PyExc_ValueError, "perfetto_tracks: cols must be 7 columns and 2 a GPU");
     return nullptr;
   }
@@ -230,14 +226,17 @@ PyObject* perfetto_tracks(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     ++n_events;
   };
   int64_t open_tag = 0;
-  bool names_ok = true;
   for (Py_ssize_t i = 0; i < n; ++i) {
     int64_t tag = tags[i];
     if (tag == open_tag) continue;
     if (open_tag != 0) end_slice(start_us[size_t(i)]);
     if (tag != 0) {
-      const std::string* name = names.get(tag, &names_ok);
-      if (!names_ok) break;
+      const std::string* name = names.get(tag);
+      if (name == nullptr) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return nullptr;
+        PyErr_Clear();
+        Py_RETURN_NONE;
+      }
       if (!slices.empty()) slices += ",\n";
       slices += b_head;
       slices += *name;
@@ -247,10 +246,6 @@ PyObject* perfetto_tracks(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       ++n_events;
     }
     open_tag = tag;
-  }
-  if (!names_ok) {
-    if (PyErr_Occurred()) PyErr_Clear();
-    Py_RETURN_NONE;
   }
   if (open_tag != 0) end_slice(end_us);
 
