@@ -1,6 +1,7 @@
 """``benchmarks/bench_hot_paths.py`` reads other benchmarks' ``--json`` output by key: every key it
-reads is one that benchmark writes (a case renamed in bench_accounting would otherwise break the
-table only when someone runs it, ten minutes in)."""
+reads appears, quoted, in that benchmark's source (a case renamed in bench_accounting would
+otherwise break the table only when someone runs it, ten minutes in). A key written under another
+object than the one read is not caught: running the benchmarks is what checks that."""
 
 from __future__ import annotations
 
