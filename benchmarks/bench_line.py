@@ -135,7 +135,7 @@ sys.path.insert(0, str(root))
 import tight as mod
 
 best_plain = None
-printed = []
+printed, blocks = [], []
 for run in range(int(sys.argv[2])):
     for _ in range(3):
         t0 = time.perf_counter_ns()
@@ -145,9 +145,16 @@ for run in range(int(sys.argv[2])):
     profiler = LineProfiler(root)
     with profiler:
         mod.loop(5000)
-    (fs,) = [f for f in profiler.get_stats().values() if f.name == "loop"]
+    rep = profiler.report()
+    (fs,) = [f for f in rep.functions.values() if f.name == "loop"]
     printed.append(fs.total_time_ns)
-print(json.dumps([p / best_plain for p in printed]))
+    blocks.append((rep.overhead_ns_per_event["line"], rep.block_wall_ns, rep.events["lines"]))
+# per block: printed / untraced, and the line cost subtracted / what the block paid per event
+# ((its wall time - the best untraced run) / its line events)
+print(json.dumps([
+    [p / best_plain, used / max(1e-9, (wall - best_plain) / max(1, events))]
+    for p, (used, wall, events) in zip(printed, blocks)
+]))
 """
 
 
@@ -165,6 +172,7 @@ def _tight_in_processes(root: Path, processes: int, blocks: int) -> dict:
     )
     ratios: list[float] = []
     per_process: list[float] = []  # each process's best block (one a preemption missed)
+    estimate: list[float] = []  # in that block: the line cost subtracted / the cost it paid
     for _ in range(processes):
         out = subprocess.run(
             [sys.executable, "-c", TIGHT_CHILD, str(root), str(blocks)],
@@ -173,8 +181,10 @@ def _tight_in_processes(root: Path, processes: int, blocks: int) -> dict:
             text=True,
         ).stdout
         got = json.loads(out.strip().splitlines()[-1])
-        ratios += got
-        per_process.append(min(got))
+        ratios += [r for r, _ in got]
+        best = min(got)
+        per_process.append(best[0])
+        estimate.append(best[1])
     return {
         "processes": processes,
         "blocks": len(ratios),
@@ -183,6 +193,10 @@ def _tight_in_processes(root: Path, processes: int, blocks: int) -> dict:
         "max": max(per_process),
         "process_best": sorted(per_process),
         "all_blocks_median": statistics.median(ratios),
+        # the calibration's line cost (as subtracted) / what those blocks paid per line event:
+        # below 1.0 is the over-statement's cause (the estimate is a lower bound by design)
+        "estimate_vs_block_cost_median": statistics.median(estimate),
+        "estimate_vs_block_cost_range": [min(estimate), max(estimate)],
     }
 
 
@@ -414,6 +428,11 @@ def _main(args) -> int:
         f"in each of {q['processes']} fresh processes: median {q['median']:.2f}x "
         f"(min {q['min']:.2f}x, max {q['max']:.2f}x; all blocks' median "
         f"{q['all_blocks_median']:.2f}x)"
+    )
+    lo, hi = q["estimate_vs_block_cost_range"]
+    print(
+        f"    the line cost subtracted / what those blocks paid per line event: median "
+        f"{q['estimate_vs_block_cost_median']:.2f} ({lo:.2f}-{hi:.2f})"
     )
     f = r["followed_child"]
     print(
