@@ -24,18 +24,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_samples import make_run  # noqa: E402
-from lineprofiler.report import perfetto  # noqa: E402
 from lineprofiler.report.merge import merge_run  # noqa: E402
 from lineprofiler.report.perfetto import export_perfetto  # noqa: E402
-
-
-def python_export(run_dir: Path) -> None:
-    """export --perfetto as the pure install writes it (no _core: the tracks' Python path)."""
-    saved, perfetto._native_tracks = perfetto._native_tracks, None
-    try:
-        export_perfetto(run_dir, io.StringIO())
-    finally:
-        perfetto._native_tracks = saved
 
 
 def best(fn, repeat: int = 3) -> float:
@@ -63,7 +53,8 @@ def main() -> int:
         res["merge_phases_s"] = best(lambda: merge_run(run_dir, with_samples=False, jobs=1))
         sink = io.StringIO()
         res["export_s"] = best(lambda: export_perfetto(run_dir, io.StringIO()))
-        res["export_python_s"] = best(lambda: python_export(run_dir))
+        # as the pure install writes it (no _core: the tracks' Python path)
+        res["export_python_s"] = best(lambda: export_perfetto(run_dir, io.StringIO(), False))
         export_perfetto(run_dir, sink)
         res["trace_bytes"] = len(sink.getvalue().encode())
         try:

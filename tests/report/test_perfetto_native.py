@@ -103,12 +103,7 @@ def _worker() -> Worker:
 
 
 def _python_events(*args):
-    saved = perfetto._native_tracks
-    perfetto._native_tracks = None
-    try:
-        return worker_events(*args)
-    finally:
-        perfetto._native_tracks = saved
+    return worker_events(*args, native=False)
 
 
 @pytest.mark.skipif(perfetto._native_tracks is None, reason="no _core: the pure install")

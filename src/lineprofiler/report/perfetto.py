@@ -210,19 +210,15 @@ def _columns(t: SampleTable) -> list[Any]:
     return cols + [[g[j] for g in gpus] for j in range(2 * t.n_gpu)]
 
 
-def _slice_names(tags: dict[int, tuple[str, ...]]) -> dict[int, str]:
-    """Each tag's slice name as JSON text (with its args where the path ran on another thread's
-    phase, issue 33)."""
-    names = {}
-    for tag, path in tags.items():
-        name = json.dumps(slice_name(path), ensure_ascii=False)
-        if THREADS_MARK in path:
-            name += ',"args":{"on_threads":true}'
-        names[tag] = name
-    return names
+def _name_text(path: tuple[str, ...]) -> str:
+    """A phase path as a B event's name field, JSON text (with its args where the path ran on
+    another thread's phase, issue 33)."""
+    name = json.dumps(slice_name(path), ensure_ascii=False)
+    return name + ',"args":{"on_threads":true}' if THREADS_MARK in path else name
 
 
 UNKNOWN_PHASE = ("(unknown phase)",)  # a row's tag that the .tags sidecar does not name
+_UNKNOWN_NAME = _name_text(UNKNOWN_PHASE)
 
 
 def _native_text(
@@ -237,9 +233,9 @@ def _native_text(
         arrays = [c if isinstance(c, array) else array("q", c) for c in cols]
     except OverflowError:  # merged sums beyond int64 (only a forged sidecar has them)
         return None
-    unknown = _slice_names({0: UNKNOWN_PHASE})[0]
-    used = {t: tags[t] for t in set(arrays[2]) if t in tags}  # (a .tags file may name millions)
-    return _native_tracks(tid, origin_ns, arrays, n_gpu, _slice_names(used), unknown)
+    # the names of the tags the rows use only (a .tags file may name millions)
+    names = {t: _name_text(tags[t]) for t in set(arrays[2]) if t in tags}
+    return _native_tracks(tid, origin_ns, arrays, n_gpu, names, _UNKNOWN_NAME)
 
 
 def _tracks_text(
@@ -281,7 +277,7 @@ def _tracks_text(
         if tag:
             name = names.get(tag)
             if name is None:
-                name = names[tag] = _slice_names({tag: tags.get(tag, UNKNOWN_PHASE)})[tag]
+                name = names[tag] = _name_text(tags.get(tag, UNKNOWN_PHASE))
             slices.append(f'{{"ph":"B","pid":{tid},"tid":1,"name":{name},"ts":{ts}}}')
         open_tag = tag
     if open_tag:
@@ -335,12 +331,17 @@ def _tracks_text(
 
 
 def worker_events(
-    tid: int, w: Worker, t: SampleTable, tags: dict[int, tuple[str, ...]], origin_ns: int
+    tid: int,
+    w: Worker,
+    t: SampleTable,
+    tags: dict[int, tuple[str, ...]],
+    origin_ns: int,
+    native: bool = True,
 ) -> tuple[list[str], int]:
     """One worker's events as JSON text: chunks, each of events joined by ",\n" (its metadata, its
     phase slices, then each counter track), every track in timestamp order; and how many events.
-    The tracks come from _core's C++ (perfetto_tracks) where it is here, else from _tracks_text:
-    the same bytes (tests/report/test_perfetto_native.py)."""
+    The tracks come from _core's C++ (perfetto_tracks) where it is here and ``native``, else from
+    _tracks_text: the same bytes (tests/report/test_perfetto_native.py)."""
     meta = [
         _dump({"ph": "M", "pid": tid, "name": "process_name", "args": {"name": track_name(w)}}),
         _dump({"ph": "M", "pid": tid, "name": "process_sort_index", "args": {"sort_index": tid}}),
@@ -349,7 +350,7 @@ def worker_events(
     if t.rows == 0:
         return [",\n".join(meta)], len(meta)
     cols = _columns(t)
-    text = _native_text(tid, cols, t.n_gpu, tags, origin_ns)
+    text = _native_text(tid, cols, t.n_gpu, tags, origin_ns) if native else None
     slices, counters, n_events = text or _tracks_text(tid, cols, t.n_gpu, tags, origin_ns)
     chunks = [",\n".join(meta)]
     if slices:
@@ -359,8 +360,9 @@ def worker_events(
     return chunks, len(meta) + n_events
 
 
-def export_perfetto(run_dir: str | Path, out: IO[str]) -> dict[str, Any]:
-    """Writes the run's trace to ``out``; returns what was written (workers, events, skipped)."""
+def export_perfetto(run_dir: str | Path, out: IO[str], native: bool = True) -> dict[str, Any]:
+    """Writes the run's trace to ``out``; returns what was written (workers, events, skipped).
+    ``native=False``: the tracks written as the pure install writes them (Python)."""
     run: MergedRun = merge_run(run_dir, with_samples=False)
     origin_ns = int((run.start_time or 0.0) * 1e9)
     info: dict[str, Any] = {"workers": 0, "events": 0, "without_samples": []}
@@ -383,7 +385,7 @@ def export_perfetto(run_dir: str | Path, out: IO[str]) -> dict[str, Any]:
         tags = read_tags(files[1], run.run_dir) if files[1] is not None else {0: ()}
         info["workers"] += 1
         # one write per worker: its events joined (the text of one worker, as its table is)
-        chunks, n_events = worker_events(tid, w, table, tags, origin_ns)
+        chunks, n_events = worker_events(tid, w, table, tags, origin_ns, native)
         del table
         out.write(("" if first else ",\n") + ",\n".join(chunks))
         first = False
