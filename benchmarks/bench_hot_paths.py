@@ -58,6 +58,8 @@ def _rows(name: str, doc: dict) -> list[tuple[str, float, str, bool | None]]:
         return [
             ("LineProfiler tight loop, printed ÷ untraced, 2 hogs, median", tight["median"], "≤ 1.3x", ok),  # noqa: E501
             ("  the same, lowest process (never below 1.0x)", tight["min"], "≥ 1.0x", tight["min"] >= 1.0),  # noqa: E501
+            ("  the same, every block's median", tight["all_blocks_median"], "", None),
+            ("  its floor: the median block, subtracting its process's cheapest block's cost", doc["floor_processes"]["median_block_printed_at_floor"], "", None),  # noqa: E501
             ("LineProfiler, a line calling outside-project Python", out, "≤ 1.5x", out <= 1.5),
         ]  # fmt: skip
     if name == "top":

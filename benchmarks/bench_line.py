@@ -148,14 +148,91 @@ for run in range(int(sys.argv[2])):
     rep = profiler.report()
     (fs,) = [f for f in rep.functions.values() if f.name == "loop"]
     printed.append(fs.total_time_ns)
-    blocks.append((rep.overhead_ns_per_event["line"], rep.block_wall_ns, rep.events["lines"]))
-# per block: printed / untraced, and the line cost subtracted / what the block paid per event
-# ((its wall time - the best untraced run) / its line events)
+    blocks.append((rep.overhead_ns_per_event["line"], fs.raw_total_time_ns, rep.events["lines"]))
+# per block: printed / untraced, and the line cost subtracted / what the block's recorded
+# intervals paid per line event ((their raw sum - the best untraced run) / its line events)
 print(json.dumps([
-    [p / best_plain, used / max(1e-9, (wall - best_plain) / max(1, events))]
-    for p, (used, wall, events) in zip(printed, blocks)
+    [p / best_plain, used / max(1e-9, (raw - best_plain) / max(1, events))]
+    for p, (used, raw, events) in zip(printed, blocks)
 ]))
 """
+
+
+# One fresh process's raw blocks (nothing subtracted): the untraced time is the fastest of all the
+# process's untraced runs; per block, what its recorded intervals paid per line event beyond it.
+FLOOR_CHILD = """
+import json, sys, time
+from pathlib import Path
+from lineprofiler import LineProfiler
+
+root = Path(sys.argv[1])
+sys.path.insert(0, str(root))
+import tight as mod
+
+plain, blocks = [], []
+for run in range(int(sys.argv[2])):
+    for _ in range(3):
+        t0 = time.perf_counter_ns()
+        mod.loop(5000)
+        plain.append(time.perf_counter_ns() - t0)
+    profiler = LineProfiler(root, subtract_overhead=False)
+    with profiler:
+        mod.loop(5000)
+    rep = profiler.report()
+    (fs,) = [f for f in rep.functions.values() if f.name == "loop"]
+    blocks.append((fs.total_time_ns, rep.events["lines"]))
+best = min(plain)
+print(json.dumps({"plain_ns": best, "events": blocks[0][1],
+                  "cost_ns": [(raw - best) / events for raw, events in blocks]}))
+"""
+
+
+def _run_child(code: str, root: Path, blocks: int):
+    """Runs one of the *_CHILD programs in a fresh process on root's tight loop; its JSON line."""
+    import subprocess
+
+    (root / "tight.py").write_text(
+        "def loop(n):\n    total = 0\n    for i in range(n):\n        total += i\n"
+        "    return total\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(root), str(blocks)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _floor_in_processes(root: Path, processes: int, blocks: int) -> dict:
+    """The floor any subtraction has beside this load: the tracer's cost per line event varies
+    from block to block within one process, and a per-event cost that keeps every block of a
+    process at or above its untraced time can be at most its cheapest block's. With exactly that
+    (an oracle no calibration can beat), the process's median block prints this much."""
+    import statistics
+
+    cheapest_vs_median: list[float] = []
+    median_block: list[float] = []
+    cost: list[float] = []
+    own: list[float] = []
+    for _ in range(processes):
+        got = _run_child(FLOOR_CHILD, root, blocks)
+        costs = got["cost_ns"]
+        mid = statistics.median(costs)
+        cheapest_vs_median.append(min(costs) / mid)
+        median_block.append(1.0 + (mid - min(costs)) * got["events"] / got["plain_ns"])
+        cost.append(mid)
+        own.append(got["plain_ns"] / got["events"])
+    return {
+        "processes": processes,
+        "blocks_per_process": blocks,
+        "tracer_ns_per_event_median": statistics.median(cost),
+        "untraced_ns_per_event_median": statistics.median(own),
+        "cheapest_vs_median_block_cost": statistics.median(cheapest_vs_median),
+        "cheapest_vs_median_block_cost_range": [min(cheapest_vs_median), max(cheapest_vs_median)],
+        "median_block_printed_at_floor": statistics.median(median_block),
+        "median_block_printed_at_floor_range": [min(median_block), max(median_block)],
+    }
 
 
 def _tight_in_processes(root: Path, processes: int, blocks: int) -> dict:
@@ -164,23 +241,12 @@ def _tight_in_processes(root: Path, processes: int, blocks: int) -> dict:
     each one's best block (its calibration's over-statement: a block a preemption hit is
     slower, not truer; under two hogs a 1 ms block is hit often), the smallest being the floor."""
     import statistics
-    import subprocess
 
-    (root / "tight.py").write_text(
-        "def loop(n):\n    total = 0\n    for i in range(n):\n        total += i\n"
-        "    return total\n"
-    )
     ratios: list[float] = []
     per_process: list[float] = []  # each process's best block (one a preemption missed)
     estimate: list[float] = []  # in that block: the line cost subtracted / the cost it paid
     for _ in range(processes):
-        out = subprocess.run(
-            [sys.executable, "-c", TIGHT_CHILD, str(root), str(blocks)],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        got = json.loads(out.strip().splitlines()[-1])
+        got = _run_child(TIGHT_CHILD, root, blocks)
         ratios += [r for r, _ in got]
         best = min(got)
         per_process.append(best[0])
@@ -377,6 +443,8 @@ def _main(args) -> int:
 
         # 3b. the tight loop's printed / untraced time in fresh processes
         results["tight_loop_processes"] = _tight_in_processes(root, args.processes, 6)
+        # 3c. the floor for a typical block (3b's all-blocks median): the tracer's cost varies by block
+        results["floor_processes"] = _floor_in_processes(root, args.processes, 12)
 
         # 4. a followed child process that traces nothing (lineprofiler run's children)
         results["followed_child"] = _followed_child(v.ours, max(5, args.rounds // 3))
@@ -431,8 +499,19 @@ def _main(args) -> int:
     )
     lo, hi = q["estimate_vs_block_cost_range"]
     print(
-        f"    the line cost subtracted / what those blocks paid per line event: median "
+        f"    the line cost subtracted / what those blocks' intervals paid per line event: median "
         f"{q['estimate_vs_block_cost_median']:.2f} ({lo:.2f}-{hi:.2f})"
+    )
+    fl = r["floor_processes"]
+    lo, hi = fl["median_block_printed_at_floor_range"]
+    print(
+        f"\n3c. the floor for a typical block (3b's all-blocks median): in {fl['processes']} fresh processes of "
+        f"{fl['blocks_per_process']} raw blocks each (tracer {fl['tracer_ns_per_event_median']:.0f} "
+        f"ns per line event, the loop's own {fl['untraced_ns_per_event_median']:.0f} ns), the "
+        f"cheapest block's cost per event / the median block's: "
+        f"{fl['cheapest_vs_median_block_cost']:.2f}; subtracting exactly the cheapest block's "
+        f"(the most that keeps every block at or above its untraced time), the median block "
+        f"prints {fl['median_block_printed_at_floor']:.2f}x ({lo:.2f}-{hi:.2f}x)"
     )
     f = r["followed_child"]
     print(

@@ -24,7 +24,7 @@ class _Keys(dict):
 
 
 _NESTED = {"ratio", "calling_conventions", "ratio_to_two_clock_reads", "tight_loop_processes",
-           "line_calling_outside"}  # fmt: skip
+           "line_calling_outside", "floor_processes"}  # fmt: skip
 
 
 def test_every_key_read_is_one_its_benchmark_writes() -> None:

@@ -1,33 +1,33 @@
 """The tracer's own cost per callback, measured in this process (subtracted from printed times).
 
-Every interval the tracer records contains the tracer's own work: the end of the callback that
-opened it, the start of the one that closed it, and every callback of the calls made inside it.
-The tracer counts those callbacks per line (line events, traced calls, untraced calls), and
-``raw - line_ns * (line_events + 2 * traced_calls + 2 * untraced_calls)`` is printed: a call
-costs two callbacks, each at least as much work as a line callback.
+Every interval the tracer records contains part of the tracer's cost: what the interpreter spends
+reaching and leaving the callbacks that open and close it (the callback's own bookkeeping is not
+in it: a line's interval starts at a second clock read as the callback ends), and every callback
+of the calls made inside it. The tracer counts those callbacks per line (line events, traced
+calls, untraced calls), and ``raw - line_ns * (line_events + 2 * traced_calls + 2 *
+untraced_calls)`` is printed: a call costs two callbacks, each at least as much as a line's.
 
 Printed times must never fall below the truth, so ``line_ns`` is built to be a lower bound of
-the real cost of a line callback, even on a busy machine:
+what a line event adds to the recorded intervals, even on a busy machine:
 
-* it is the smaller of ``best traced - best untraced`` over short interleaved batches of one
-  loop (a few hundred iterations, tens of microseconds, which a preemption rarely hits) and the
-  smallest paired difference, a traced batch less the faster untraced batch beside it: a
-  stretch of slow batches (a CPU hog on the sibling, a lower clock) that the best untraced
-  batch escaped cannot raise it;
+* one calibration runs short interleaved batches of one loop (a few hundred iterations, tens of
+  microseconds), traced and untraced; each traced batch gives a paired difference, the
+  intervals the tracer recorded for the loop less the faster untraced batch beside it, per line
+  event, and the lower quartile over the batches is kept: a batch slowed alone (preempted, or
+  its untraced neighbours) cannot move it much, and a stretch of slow batches (a CPU hog on the
+  SMT sibling, a lower clock) raises it only if it covers three quarters of them. (It was the
+  minimum until issue 35: beside two CPU hogs that came out at 0.5-0.7x what a tight loop's
+  block paid per line event, and the printed time showed it);
 * that measurement is repeated (at most ``MAX_CALIBRATIONS`` times per process, once by each
   profiler, at its first read) and the smallest value seen is kept;
 * only ``SAFETY`` of it is used, since a calibration run on a contended core can still be
   slower than the block it is applied to, and a process can see its calibration loop's lines
-  cost more than the same loop's in the block (up to 15% on 3.13 beside two CPU hogs, measured
-  in every calibration of that process: a margin of 10% let such a process print 0.93x a tight
-  loop's untraced time). That is 80% on sys.monitoring (3.12+) and 90% on settrace (3.11), where
-  beside two CPU hogs this estimate came out at 0.78-1.00x what a tight loop's block paid (in 27
-  processes, issue 35) and the tracer's cost is ~4x the loop's own time, so every point of
-  margin shows in the printed time;
+  cost more than the same loop's in the block (up to 15% on 3.13 beside two CPU hogs). That is
+  80% on sys.monitoring (3.12+) and 95% on settrace (3.11), where the estimate's spread over
+  processes is narrower and the tracer's cost is ~4x the loop's own time, so every point of
+  margin shows as ~4 points of printed time (docs/internals/benchmarks.md, issue 35);
 * :func:`capped` re-checks it against the block's own raw times: a calibration taken while the
-  machine was slower than during the block is scaled down to the block's own speed. (Its share
-  stays the smallest over the batches: the median came out at up to 1.09x a 3.12 tight loop's
-  true cost, too close to be a safety net.)
+  machine was slower than during the block is scaled down to the block's own speed.
 
 The calibration runs with the profile hook of another profiler (cProfile, ...) suspended, so it
 never shows in the user's profile, and costs a few milliseconds. LINEPROFILER_LINE_OVERHEAD_NS=
@@ -46,8 +46,8 @@ from dataclasses import dataclass, replace
 
 from lineprofiler import _core
 
-# settrace (3.11): 90%; sys.monitoring (3.12+): 80% (see the module doc)
-SAFETY = 0.9 if _core.LINE_TRACER_MECHANISM == "settrace" else 0.8
+# settrace (3.11): 95%; sys.monitoring (3.12+): 80% (see the module doc)
+SAFETY = 0.95 if _core.LINE_TRACER_MECHANISM == "settrace" else 0.8
 MAX_CALIBRATIONS = 5
 BATCH = 400  # iterations of the calibration loop per timed run
 ROUNDS = 24  # interleaved (untraced, traced) runs per calibration
@@ -58,6 +58,9 @@ def _loop(n):
     for i in range(n):
         total += i
     return total
+
+
+_LOOP_CODE = _loop.__code__
 
 
 @dataclass(frozen=True)
@@ -91,59 +94,49 @@ def _plain_ns() -> int:
     return time.perf_counter_ns() - t0
 
 
+def _lower_quartile(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[(len(ordered) - 1) // 4]
+
+
 def _once(tracer) -> tuple[float, float] | None:
     """One calibration over ROUNDS short traced batches, each between two untraced ones: (the
     per-line cost, the tracer's share of a cheap line's measured interval, which a uniform
     slowdown leaves unchanged).
 
-    Each is the smaller of two estimates, so that neither a batch slowed alone nor a stretch of
-    batches slowed together raises it: best traced - best untraced over all rounds (immune to a
-    slowed batch), and the smallest paired difference, a traced batch less the faster of the
-    untraced batches on either side of it (immune to a slowdown over the three; an untraced
-    batch preempted alone lowers one pair, never raises it)."""
-    traced = None
-    events = 0
-    best_cheapest = None  # the cheapest line interval of the best traced batch
-    paired_ns = paired_share = None
+    Each batch gives a paired difference: the intervals the tracer recorded for the loop's lines
+    (what a block's printed times are made of) less the faster of the untraced batches on either
+    side of it, per line event; the lower quartiles over the batches are returned (see the
+    module doc)."""
+    costs: list[float] = []
+    shares: list[float] = []
     before = _plain_ns()
-    plain = before
     for _ in range(ROUNDS):
         tracer.enable()
         try:
             _loop(2)  # 3.12+: enabling re-instruments code at its next run: not a line's cost
             tracer.clear()
-            t0 = time.perf_counter_ns()
             _loop(BATCH)
-            t = time.perf_counter_ns() - t0
-            n = tracer.events[0]
         finally:
             tracer.disable()
         after = _plain_ns()
-        pair_plain = min(before, after)
+        plain = min(before, after)
         before = after
-        plain = min(plain, after)
-        if not n:
+        rows = [
+            row for code, code_rows in tracer.results() if code is _LOOP_CODE for row in code_rows
+        ]
+        events = sum(row[3] for row in rows)
+        if not events:
             continue
-        events = n
+        cost = max(0.0, (sum(row[2] for row in rows) - plain) / events)
+        costs.append(cost)
         # the loop's lines (not `total = 0`, whose interval is nearly all tracer)
-        cheapest = _cheapest_interval(
-            (row for _code, rows in tracer.results() for row in rows), min_hits=BATCH
-        )
-        pair = max(0.0, (t - pair_plain) / n)
-        paired_ns = pair if paired_ns is None else min(paired_ns, pair)
+        cheapest = _cheapest_interval(rows, min_hits=BATCH)
         if cheapest:
-            pair_share = pair / cheapest
-            paired_share = pair_share if paired_share is None else min(paired_share, pair_share)
-        if traced is None or t < traced:
-            traced = t
-            best_cheapest = cheapest
-    if not events or traced is None or paired_ns is None:
+            shares.append(cost / cheapest)
+    if not costs:
         return None
-    line_ns = min(max(0.0, (traced - plain) / events), paired_ns)
-    shares = [1.0, line_ns / best_cheapest if best_cheapest else 1.0]
-    if paired_share is not None:
-        shares.append(paired_share)
-    return line_ns, min(shares)
+    return _lower_quartile(costs), min(1.0, _lower_quartile(shares)) if shares else 1.0
 
 
 def _without_other_profilers(fn):

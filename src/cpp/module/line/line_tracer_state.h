@@ -103,15 +103,18 @@ inline void charge(ThreadStack* ts, Frame& f, uint64_t now) {
   }
 }
 
-/// A line event in frame f: closes the open interval and opens one for line (one more hit).
+/// A line event in frame f: closes the open interval at now (read as the callback began) and
+/// opens one for line (one more hit) at a second clock read, so the bookkeeping done here is in
+/// neither interval; what the interpreter spends reaching the callback and leaving it still is
+/// (the calibrated cost subtracted at report time).
 inline void line_event(ThreadStack* ts, Frame& f, int line, uint64_t now) {
   charge(ts, f, now);
   f.info->stat(line).hits++;
   f.line = line;
-  f.t0 = now;
   f.ev0 = ts->events;
   f.sub_ticks = 0;  // (a frame resumed mid-line may have seen callees with no line open)
   f.sub_ev = EventCounts{};
+  f.t0 = lp::wall_ticks();
 }
 
 /// Pushes a traced frame whose open interval (if line >= 0) starts now; returns it.
