@@ -13,11 +13,11 @@ what a line event adds to the recorded intervals, even on a busy machine:
 * one calibration runs short interleaved batches of one loop (a few hundred iterations, tens of
   microseconds), traced and untraced; each traced batch gives a paired difference, the
   intervals the tracer recorded for the loop less the faster untraced batch beside it, per line
-  event, and the lower quartile over the batches is kept: a batch slowed alone (preempted, or
-  its untraced neighbours) cannot move it much, and a stretch of slow batches (a CPU hog on the
-  SMT sibling, a lower clock) raises it only if it covers three quarters of them. (It was the
-  minimum until issue 35: beside two CPU hogs that came out at 0.5-0.7x what a tight loop's
-  block paid per line event, and the printed time showed it);
+  event, and the lower decile over the batches is kept (the 3rd smallest of 24): two batches
+  whose untraced neighbours were both slowed cannot pull it down, and a stretch of slow batches
+  (a CPU hog on the SMT sibling, a lower clock) raises it only if it covers nine tenths of them.
+  (The lower quartile printed the same medians beside two CPU hogs and let one process in 12
+  print 0.96-0.99x its untraced time; issue 35, docs/internals/benchmarks.md);
 * that measurement is repeated (at most ``MAX_CALIBRATIONS`` times per process, once by each
   profiler, at its first read) and the smallest value seen is kept;
 * only ``SAFETY`` of it is used, since a calibration run on a contended core can still be
@@ -94,9 +94,10 @@ def _plain_ns() -> int:
     return time.perf_counter_ns() - t0
 
 
-def _lower_quartile(values: list[float]) -> float:
+def _lower_decile(values: list[float]) -> float:
+    """The value a tenth of the way up (the 3rd smallest of ROUNDS = 24)."""
     ordered = sorted(values)
-    return ordered[(len(ordered) - 1) // 4]
+    return ordered[(len(ordered) - 1) // 10]
 
 
 def _once(tracer) -> tuple[float, float] | None:
@@ -106,7 +107,7 @@ def _once(tracer) -> tuple[float, float] | None:
 
     Each batch gives a paired difference: the intervals the tracer recorded for the loop's lines
     (what a block's printed times are made of) less the faster of the untraced batches on either
-    side of it, per line event; the lower quartiles over the batches are returned (see the
+    side of it, per line event; the lower deciles over the batches are returned (see the
     module doc)."""
     costs: list[float] = []
     shares: list[float] = []
@@ -136,7 +137,7 @@ def _once(tracer) -> tuple[float, float] | None:
             shares.append(cost / cheapest)
     if not costs:
         return None
-    return _lower_quartile(costs), min(1.0, _lower_quartile(shares)) if shares else 1.0
+    return _lower_decile(costs), min(1.0, _lower_decile(shares)) if shares else 1.0
 
 
 def _without_other_profilers(fn):
