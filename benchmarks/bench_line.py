@@ -123,44 +123,11 @@ def best_of(rounds, variants: dict) -> dict:
     return best
 
 
-# One fresh process's blocks: the tight loop of tests/line/test_truth.py, its untraced time the
-# fastest of 3 runs before each block (the process's best over all), printed / untraced per block.
+# One fresh process's blocks of the tight loop of tests/line/test_truth.py (argv: root, blocks,
+# 1 to subtract the calibrated cost as a user's profiler does, 0 for raw times): the untraced
+# time, the fastest of 3 runs before each block (the process's best over all), and per block its
+# printed total, its raw total, the line cost subtracted and its line events.
 TIGHT_CHILD = """
-import json, sys, time
-from pathlib import Path
-from lineprofiler import LineProfiler
-
-root = Path(sys.argv[1])
-sys.path.insert(0, str(root))
-import tight as mod
-
-best_plain = None
-printed, blocks = [], []
-for run in range(int(sys.argv[2])):
-    for _ in range(3):
-        t0 = time.perf_counter_ns()
-        mod.loop(5000)
-        plain = time.perf_counter_ns() - t0
-        best_plain = plain if best_plain is None else min(best_plain, plain)
-    profiler = LineProfiler(root)
-    with profiler:
-        mod.loop(5000)
-    rep = profiler.report()
-    (fs,) = [f for f in rep.functions.values() if f.name == "loop"]
-    printed.append(fs.total_time_ns)
-    blocks.append((rep.overhead_ns_per_event["line"], fs.raw_total_time_ns, rep.events["lines"]))
-# per block: printed / untraced, and the line cost subtracted / what the block's recorded
-# intervals paid per line event ((their raw sum - the best untraced run) / its line events)
-print(json.dumps([
-    [p / best_plain, used / max(1e-9, (raw - best_plain) / max(1, events))]
-    for p, (used, raw, events) in zip(printed, blocks)
-]))
-"""
-
-
-# One fresh process's raw blocks (nothing subtracted): the untraced time is the fastest of all the
-# process's untraced runs; per block, what its recorded intervals paid per line event beyond it.
-FLOOR_CHILD = """
 import json, sys, time
 from pathlib import Path
 from lineprofiler import LineProfiler
@@ -175,33 +142,29 @@ for run in range(int(sys.argv[2])):
         t0 = time.perf_counter_ns()
         mod.loop(5000)
         plain.append(time.perf_counter_ns() - t0)
-    profiler = LineProfiler(root, subtract_overhead=False)
+    profiler = LineProfiler(root, subtract_overhead=sys.argv[3] == "1")
     with profiler:
         mod.loop(5000)
     rep = profiler.report()
     (fs,) = [f for f in rep.functions.values() if f.name == "loop"]
-    blocks.append((fs.total_time_ns, rep.events["lines"]))
-best = min(plain)
-print(json.dumps({"plain_ns": best, "events": blocks[0][1],
-                  "cost_ns": [(raw - best) / events for raw, events in blocks]}))
+    used = rep.overhead_ns_per_event["line"] if profiler.subtract_overhead else 0.0
+    blocks.append((fs.total_time_ns, fs.raw_total_time_ns, used, rep.events["lines"]))
+print(json.dumps({"plain_ns": min(plain), "blocks": blocks}))
 """
 
 
-def _run_child(code: str, root: Path, blocks: int):
-    """Runs one of the *_CHILD programs in a fresh process on root's tight loop; its JSON line."""
+def _run_child(root: Path, blocks: int, subtract: bool) -> tuple[int, list]:
+    """TIGHT_CHILD in a fresh process: (its untraced time, its blocks)."""
     import subprocess
 
-    (root / "tight.py").write_text(
-        "def loop(n):\n    total = 0\n    for i in range(n):\n        total += i\n"
-        "    return total\n"
-    )
     out = subprocess.run(
-        [sys.executable, "-c", code, str(root), str(blocks)],
+        [sys.executable, "-c", TIGHT_CHILD, str(root), str(blocks), "1" if subtract else "0"],
         check=True,
         capture_output=True,
         text=True,
     ).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    got = json.loads(out.strip().splitlines()[-1])
+    return got["plain_ns"], got["blocks"]
 
 
 def _floor_in_processes(root: Path, processes: int, blocks: int) -> dict:
@@ -216,13 +179,14 @@ def _floor_in_processes(root: Path, processes: int, blocks: int) -> dict:
     cost: list[float] = []
     own: list[float] = []
     for _ in range(processes):
-        got = _run_child(FLOOR_CHILD, root, blocks)
-        costs = got["cost_ns"]
+        plain, got = _run_child(root, blocks, subtract=False)
+        costs = [(raw - plain) / events for _printed, raw, _used, events in got]
+        events = got[0][3]
         mid = statistics.median(costs)
         cheapest_vs_median.append(min(costs) / mid)
-        median_block.append(1.0 + (mid - min(costs)) * got["events"] / got["plain_ns"])
+        median_block.append(1.0 + (mid - min(costs)) * events / plain)
         cost.append(mid)
-        own.append(got["plain_ns"] / got["events"])
+        own.append(plain / events)
     return {
         "processes": processes,
         "blocks_per_process": blocks,
@@ -246,9 +210,15 @@ def _tight_in_processes(root: Path, processes: int, blocks: int) -> dict:
     per_process: list[float] = []  # each process's best block (one a preemption missed)
     estimate: list[float] = []  # in that block: the line cost subtracted / the cost it paid
     for _ in range(processes):
-        got = _run_child(TIGHT_CHILD, root, blocks)
-        ratios += [r for r, _ in got]
-        best = min(got)
+        plain, got = _run_child(root, blocks, subtract=True)
+        # per block: printed / untraced, and the line cost subtracted / what the block's
+        # recorded intervals paid per line event ((their raw sum - the untraced run) / events)
+        per_block = [
+            (printed / plain, used / max(1e-9, (raw - plain) / max(1, events)))
+            for printed, raw, used, events in got
+        ]
+        ratios += [r for r, _ in per_block]
+        best = min(per_block)
         per_process.append(best[0])
         estimate.append(best[1])
     return {
@@ -442,6 +412,10 @@ def _main(args) -> int:
         results["line_calling_outside"] = _line_calling_outside(v, inside, outside, args.rounds)
 
         # 3b. the tight loop's printed / untraced time in fresh processes
+        (root / "tight.py").write_text(
+            "def loop(n):\n    total = 0\n    for i in range(n):\n        total += i\n"
+            "    return total\n"
+        )
         results["tight_loop_processes"] = _tight_in_processes(root, args.processes, 6)
         # 3c. the floor for a typical block (3b's all-blocks median): the tracer's cost varies by block
         results["floor_processes"] = _floor_in_processes(root, args.processes, 12)
