@@ -93,6 +93,30 @@ def test_the_calibration_is_not_part_of_the_users_cprofile_profile(tmp_path):
     assert timed.isdisjoint({"_loop", "_once", "_calibrate"}), timed
 
 
+def test_the_calibrations_untraced_runs_use_a_loop_no_tracer_sees(monkeypatch):
+    """The untraced batches time a twin of the traced loop: the same bytecode in another code
+    object, never run while the calibration traces (3.12 keeps a code object that ran under
+    sys.monitoring ~1.2x slower, so the traced loop's own untraced runs would understate the
+    tracer's cost)."""
+    from lineprofiler import _core
+    from lineprofiler.line import _calibrate
+
+    twin, loop = _calibrate._plain_loop.__code__, _calibrate._LOOP_CODE
+    assert twin is not loop and twin.co_code == loop.co_code
+    made = []
+    real = _core.LineTracer
+
+    def spy(*args):
+        made.append(real(*args))
+        return made[-1]
+
+    monkeypatch.setattr(_core, "LineTracer", spy)
+    assert _calibrate._calibrate() is not None
+    (tracer,) = made
+    seen = [code for code, _rows in tracer.results()]  # (equal code objects compare equal)
+    assert any(code is loop for code in seen) and not any(code is twin for code in seen)
+
+
 @pytest.mark.timing
 def test_a_calibration_taken_on_a_slower_machine_is_scaled_to_the_blocks_speed(
     tmp_path, monkeypatch

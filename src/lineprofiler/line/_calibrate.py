@@ -10,27 +10,36 @@ untraced_calls)`` is printed: a call costs two callbacks, each at least as much 
 Printed times must never fall below the truth, so ``line_ns`` is built to be a lower bound of
 what a line event adds to the recorded intervals, even on a busy machine:
 
-* one calibration runs short interleaved batches of one loop (a few hundred iterations, tens of
-  microseconds), traced and untraced; each traced batch gives a paired difference, the
+* one calibration runs short interleaved batches of one loop (a thousand iterations, a few
+  hundred microseconds), traced and untraced; each traced batch gives a paired difference, the
   intervals the tracer recorded for the loop less the faster untraced batch beside it, per line
   event, and the lower decile over the batches is kept (the 3rd smallest of 24): two batches
   whose untraced neighbours were both slowed cannot pull it down, and a stretch of slow batches
   (a CPU hog on the SMT sibling, a lower clock) raises it only if it covers nine tenths of them.
   (The lower quartile printed the same medians beside two CPU hogs and let one process in 12
-  print 0.96-0.99x its untraced time; issue 35, docs/internals/benchmarks.md);
+  print 0.96-0.99x its untraced time; batches of 400 iterations cost 3.12 ~5 ns per event less
+  than a block's, partly because their ``i`` stays among the cached small ints; issue 35,
+  docs/internals/benchmarks.md);
+* the untraced batches run a twin of the loop (the same bytecode in a code object that is never
+  traced): CPython 3.12 leaves a code object that ran while sys.monitoring events were set ~1.2x
+  slower for good, so the traced loop's own untraced runs would be slower than the user's code
+  runs unprofiled, and that difference (~5 ns per event) would be missing from the cost;
 * that measurement is repeated (at most ``MAX_CALIBRATIONS`` times per process, once by each
   profiler, at its first read) and the smallest value seen is kept;
-* only ``SAFETY`` of it is used, since a calibration run on a contended core can still be
-  slower than the block it is applied to, and a process can see its calibration loop's lines
-  cost more than the same loop's in the block (up to 15% on 3.13 beside two CPU hogs). That is
-  80% on sys.monitoring (3.12+) and 95% on settrace (3.11), where the estimate's spread over
-  processes is narrower and the tracer's cost is ~4x the loop's own time, so every point of
-  margin shows as ~4 points of printed time (docs/internals/benchmarks.md, issue 35);
+* only ``SAFETY`` of it is used: a process's blocks can pay less per event than its calibration
+  measured (a block that ran on a luckier core than the calibration's batches; on 3.12 a loop
+  whose own untraced runs are ~10% slower in one process than in another), and the margin must
+  cover the luckiest block of every process, not a typical one. Measured over 72-96 fresh
+  processes beside two CPU hogs, the largest margin that kept every one of them at or above its
+  untraced time is 93% on settrace (3.11: the tracer costs ~3.5x the loop's own time there, so
+  each point of margin shows as ~3.5 points of printed time), 85% on 3.12 and 95% on 3.13
+  (docs/internals/benchmarks.md, issue 35);
 * :func:`capped` re-checks it against the block's own raw times: a calibration taken while the
   machine was slower than during the block is scaled down to the block's own speed.
 
 The calibration runs with the profile hook of another profiler (cProfile, ...) suspended, so it
-never shows in the user's profile, and costs a few milliseconds. LINEPROFILER_LINE_OVERHEAD_NS=
+never shows in the user's profile, and costs ~10 ms (at the first read of each of the first
+MAX_CALIBRATIONS profilers in a process). LINEPROFILER_LINE_OVERHEAD_NS=
 "line,call,untraced" overrides the three costs.
 
 This file is the calibration's traced code: the calibration tracer accepts only this file.
@@ -43,13 +52,20 @@ import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from types import FunctionType
 
 from lineprofiler import _core
 
-# settrace (3.11): 95%; sys.monitoring (3.12+): 80% (see the module doc)
-SAFETY = 0.95 if _core.LINE_TRACER_MECHANISM == "settrace" else 0.8
+# The share of the calibrated cost subtracted: the largest that kept every one of 72-96 fresh
+# processes beside two CPU hogs at or above its untraced time, per interpreter (module doc)
+if _core.LINE_TRACER_MECHANISM == "settrace":
+    SAFETY = 0.93  # 3.11
+elif sys.version_info[:2] == (3, 12):
+    SAFETY = 0.85
+else:
+    SAFETY = 0.95  # 3.13+
 MAX_CALIBRATIONS = 5
-BATCH = 400  # iterations of the calibration loop per timed run
+BATCH = 1000  # iterations of the calibration loop per timed run
 ROUNDS = 24  # interleaved (untraced, traced) runs per calibration
 
 
@@ -61,6 +77,9 @@ def _loop(n):
 
 
 _LOOP_CODE = _loop.__code__
+# The untraced batches' twin: _loop's bytecode in a code object no tracer ever sees (see the
+# module doc: on 3.12 a code object once run under sys.monitoring stays slower).
+_plain_loop = FunctionType(_LOOP_CODE.replace(), globals(), "_plain_loop")
 
 
 @dataclass(frozen=True)
@@ -71,7 +90,7 @@ class Overhead:
     call_ns: float = 0.0
     foreign_ns: float = 0.0
     source: str = "none"  # "measured", "env" (LINEPROFILER_LINE_OVERHEAD_NS) or "none"
-    share: float = 1.0  # the tracer's share of the cheapest line interval (see capped())
+    share: float = 1.0  # line_ns / the cheapest loop line's interval, as calibrated (capped())
 
     def of(self, lines: int, calls: int, foreign: int) -> float:
         return lines * self.line_ns + calls * self.call_ns + foreign * self.foreign_ns
@@ -90,7 +109,7 @@ def _cheapest_interval(rows: Iterable[tuple[int, ...]], min_hits: int = 1) -> fl
 
 def _plain_ns() -> int:
     t0 = time.perf_counter_ns()
-    _loop(BATCH)
+    _plain_loop(BATCH)
     return time.perf_counter_ns() - t0
 
 
@@ -102,7 +121,7 @@ def _lower_decile(values: list[float]) -> float:
 
 def _once(tracer) -> tuple[float, float] | None:
     """One calibration over ROUNDS short traced batches, each between two untraced ones: (the
-    per-line cost, the tracer's share of a cheap line's measured interval, which a uniform
+    per-line cost, and that cost over the loop's cheapest line interval, a ratio a uniform
     slowdown leaves unchanged).
 
     Each batch gives a paired difference: the intervals the tracer recorded for the loop's lines
@@ -131,13 +150,16 @@ def _once(tracer) -> tuple[float, float] | None:
             continue
         cost = max(0.0, (sum(row[2] for row in rows) - plain) / events)
         costs.append(cost)
-        # the loop's lines (not `total = 0`, whose interval is nearly all tracer)
+        # the loop's lines (not `total = 0`, whose interval is nearly all tracer). Above 1 on
+        # 3.11, where the tracer's cost grows with a line's instructions: the loop's cheapest
+        # line carries less of it than the average event (capping this at 1 held 3.11's
+        # subtraction at SAFETY x that line's interval, ~10% under the average cost)
         cheapest = _cheapest_interval(rows, min_hits=BATCH)
         if cheapest:
             shares.append(cost / cheapest)
     if not costs:
         return None
-    return _lower_decile(costs), min(1.0, _lower_decile(shares)) if shares else 1.0
+    return _lower_decile(costs), _lower_decile(shares) if shares else 1.0
 
 
 def _without_other_profilers(fn):
@@ -164,7 +186,8 @@ _env: Overhead | None = None
 def _calibrate() -> tuple[float, float] | None:
     here = os.path.realpath(__file__)
     tracer = _core.LineTracer(lambda f: os.path.realpath(f) == here, "lineprofiler-calibration")
-    _loop(BATCH)  # warm up
+    _loop(BATCH)  # warm up (both loops specialize before they are timed)
+    _plain_loop(BATCH)
     tracer.enable()
     try:
         _loop(10)  # the first decision (the filter) is paid here
@@ -174,7 +197,7 @@ def _calibrate() -> tuple[float, float] | None:
 
 
 def measure() -> Overhead:
-    """The per-callback costs: a lower bound (see the module doc); a few ms for each of the first
+    """The per-callback costs: a lower bound (see the module doc); ~10 ms for each of the first
     MAX_CALIBRATIONS calls in a process, then cached."""
     global _line_ns, _share, _calibrations, _env
     env = os.environ.get("LINEPROFILER_LINE_OVERHEAD_NS")
@@ -199,10 +222,12 @@ def capped(overhead: Overhead, rows: Iterable[tuple[int, ...]]) -> Overhead:
 
     A calibration run while the machine was slower than during the block (a busy SMT sibling,
     a lower clock) measures a per-callback cost too high by the slowdown. The slowdown leaves
-    the tracer's share of a cheap line's interval unchanged, so the cost is capped at that share
-    of the block's cheapest call-free line interval: exact when that line is as cheap as the
+    the ratio of that cost to the calibration loop's cheapest line interval unchanged, so the
+    cost is capped at that ratio times the block's cheapest call-free line interval: the
+    calibration scaled by how much faster the block ran, exact when that line is as cheap as the
     calibration loop's, lower when it is cheaper; a block whose lines are all dearer relies on
-    the calibration's own margins (minimum over batches and calibrations, SAFETY)."""
+    the calibration's own margins (lower decile over batches, minimum over calibrations,
+    SAFETY)."""
     cheapest = _cheapest_interval(rows)
     if cheapest is None or overhead.source != "measured":
         return overhead
