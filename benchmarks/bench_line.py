@@ -11,7 +11,8 @@ Measures (best of interleaved rounds, so machine noise hits all variants alike):
   * an in-project line calling outside-project Python: block time traced / untraced;
   * the tight loop's printed / untraced time in P fresh processes (each calibrates on its own,
     as a user's does): median and range over the processes of each one's best block (the
-    floor: never below 1.0x);
+    floor: never below 1.0x), and the margin on the calibrated cost that would have put the
+    lowest process exactly at 1.0x, with the median there;
   * a followed child process.
 
 ``--hogs K`` runs all of it beside K busy processes started here (``while True: pass``), the

@@ -29,10 +29,11 @@ what a line event adds to the recorded intervals, even on a busy machine:
 * only ``SAFETY`` of it is used: a process's blocks can pay less per event than its calibration
   measured (a block that ran on a luckier core than the calibration's batches; on 3.12 a loop
   whose own untraced runs are ~10% slower in one process than in another), and the margin must
-  cover the luckiest block of every process, not a typical one. Measured over 72-96 fresh
-  processes beside two CPU hogs, the largest margin that kept every one of them at or above its
-  untraced time is 93% on settrace (3.11: the tracer costs ~3.5x the loop's own time there, so
-  each point of margin shows as ~3.5 points of printed time), 85% on 3.12 and 95% on 3.13
+  cover the luckiest block of every process, not a typical one. Measured over ~250 fresh
+  processes per interpreter beside two CPU hogs, the largest margin that kept every one of them
+  at or above its untraced time is 93% on settrace (3.11: one process in 276 calibrated 15% above
+  its blocks' cost; the tracer costs ~3.5x the loop's own time there, so each point of margin
+  shows as ~3.5 points of printed time), 85% on 3.12 and 95% on 3.13
   (docs/internals/benchmarks.md, issue 35);
 * :func:`capped` re-checks it against the block's own raw times: a calibration taken while the
   machine was slower than during the block is scaled down to the block's own speed.
@@ -56,7 +57,7 @@ from types import FunctionType
 
 from lineprofiler import _core
 
-# The share of the calibrated cost subtracted: the largest that kept every one of 72-96 fresh
+# The share of the calibrated cost subtracted: the largest that kept every one of ~250 fresh
 # processes beside two CPU hogs at or above its untraced time, per interpreter (module doc)
 if _core.LINE_TRACER_MECHANISM == "settrace":
     SAFETY = 0.93  # 3.11
