@@ -31,8 +31,8 @@ what a line event adds to the recorded intervals, even on a busy machine:
   whose own untraced runs are ~10% slower in one process than in another), and the margin must
   cover the luckiest block of every process, not a typical one. Measured over ~250 fresh
   processes per interpreter beside two CPU hogs, the largest margin that kept every one of them
-  at or above its untraced time is 93% on settrace (3.11: one process in 276 calibrated 15% above
-  its blocks' cost; the tracer costs ~3.5x the loop's own time there, so each point of margin
+  at or above its untraced time is 93% on settrace (3.11: one process in ~430 calibrated 10% above
+  one of its blocks' cost; the tracer costs ~3.5x the loop's own time there, so each point of margin
   shows as ~3.5 points of printed time), 85% on 3.12 and 95% on 3.13
   (docs/internals/benchmarks.md, issue 35);
 * :func:`capped` re-checks it against the block's own raw times: a calibration taken while the
