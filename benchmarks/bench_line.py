@@ -126,8 +126,9 @@ def best_of(rounds, variants: dict) -> dict:
 
 # One fresh process's blocks of the tight loop of tests/line/test_truth.py (argv: root, blocks,
 # 1 to subtract the calibrated cost as a user's profiler does, 0 for raw times): the untraced
-# time, the fastest of 3 runs before each block (the process's best over all), and per block its
-# printed total, its raw total, the line cost subtracted and its line events.
+# time, the fastest of the runs before the blocks (12 before the first, 3 before each other), the
+# SAFETY in use, and per block its printed total, its raw total, the line cost subtracted, its
+# line events and the loop's callbacks weighted as the subtraction weighs them.
 TIGHT_CHILD = """
 import json, sys, time
 from pathlib import Path
